@@ -1,0 +1,93 @@
+#include "comm_engines.hpp"
+
+#include "log.hpp"
+#include "mpi_bootstrap.hpp"
+#include "stats.hpp"
+#include "transport_factory.hpp"
+
+namespace optireduce::pmpi {
+namespace {
+
+int g_keyval = MPI_KEYVAL_INVALID;
+std::mutex g_mutex;                  // guards g_live and g_history
+std::set<CommState*> g_live;
+EngineHistory g_history;
+
+void retire(CommState* state) {
+  {
+    std::lock_guard lock(g_mutex);
+    g_live.erase(state);
+    if (state->engine) {
+      const Engine& e = *state->engine;
+      g_history.peak_buffer_bytes = std::max(g_history.peak_buffer_bytes, e.buffer_bytes());
+      g_history.largest_call_bytes = std::max(g_history.largest_call_bytes, e.largest_call_bytes());
+      g_history.rejected_messages += e.rejects().total();
+      g_history.transports.insert(e.transport().describe());
+    }
+  }
+  delete state;  // destroys the engine and its transport; makes no MPI call
+}
+
+int delete_state(MPI_Comm, int, void* value, void*) {
+  retire(static_cast<CommState*>(value));
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+void setup_comm_engines() {
+  PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &delete_state, &g_keyval, nullptr);
+}
+
+CommState& comm_state(MPI_Comm comm, const Config& config) {
+  void* value = nullptr;
+  int found = 0;
+  PMPI_Comm_get_attr(comm, g_keyval, &value, &found);
+  if (found) return *static_cast<CommState*>(value);
+
+  auto* state = new CommState;
+  state->comm = comm;
+  int rank = 0, size = 0;
+  PMPI_Comm_rank(comm, &rank);
+  PMPI_Comm_size(comm, &size);
+  std::string error;
+  auto transport = make_transport(config.transport, error);
+  if (!transport) OR_LOG(warn, "cannot start the %s transport: %s", to_string(config.transport), error.c_str());
+  EngineOptions options;
+  options.chunk_elems = static_cast<std::uint32_t>(config.chunk_bytes / sizeof(float));
+  options.timeout = std::chrono::milliseconds(config.timeout_ms);
+  MpiBootstrap bootstrap(comm);
+  state->engine = Engine::create(rank, size, std::move(transport), bootstrap, options, error);
+  if (state->engine) {
+    ProcessStats::instance().record_engine_created();
+    OR_LOG(debug, "engine ready on a communicator of %d ranks (%s)", size, state->engine->transport().describe().c_str());
+  } else {
+    ProcessStats::instance().record_engine_failure();
+    // Every rank reached the same verdict inside Engine::create, so all fall back together.
+    OR_LOG(warn, "no engine for a communicator of %d ranks, its calls go to PMPI_Allreduce: %s", size, error.c_str());
+  }
+  {
+    std::lock_guard lock(g_mutex);
+    g_live.insert(state);
+  }
+  PMPI_Comm_set_attr(comm, g_keyval, state);
+  return *state;
+}
+
+void teardown_comm_engines() {
+  std::vector<MPI_Comm> comms;
+  {
+    std::lock_guard lock(g_mutex);
+    for (CommState* s : g_live) comms.push_back(s->comm);
+  }
+  // Deleting the attribute runs delete_state, exactly as MPI_Comm_free would.
+  for (MPI_Comm c : comms) PMPI_Comm_delete_attr(c, g_keyval);
+  if (g_keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&g_keyval);
+}
+
+EngineHistory engine_history() {
+  std::lock_guard lock(g_mutex);
+  return g_history;
+}
+
+}  // namespace optireduce::pmpi

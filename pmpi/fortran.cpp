@@ -1,0 +1,146 @@
+// Fortran entry points of mpif.h, `use mpi` and `use mpi_f08` for init, init_thread, finalize and
+// allreduce. Open MPI's Fortran bindings call PMPI_* directly, so without these a Fortran job
+// would never reach the C wrappers. Each wrapper either runs the call itself or forwards to the
+// MPI's own Fortran binding of the same name, which keeps its error behaviour exactly.
+#include <dlfcn.h>
+#include <mpi.h>
+
+#include <array>
+#include <cstring>
+
+#include "allreduce.hpp"
+#include "runtime.hpp"
+
+using namespace optireduce::pmpi;
+
+namespace {
+
+using AllreduceFn = void (*)(void*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*);
+using InitFn = void (*)(MPI_Fint*);
+using InitThreadFn = void (*)(MPI_Fint*, MPI_Fint*, MPI_Fint*);
+using FinalizeFn = void (*)(MPI_Fint*);
+
+template <typename Fn>
+Fn next_symbol(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+}
+
+// The Fortran MPI_IN_PLACE is an address the MPI library defines: Open MPI's common block
+// symbols, or MPICH's pointer set during initialisation.
+bool is_fortran_in_place(const void* p) {
+  static const std::array<const void*, 4> blocks = [] {
+    std::array<const void*, 4> a{};
+    const char* names[] = {"mpi_fortran_in_place_", "mpi_fortran_in_place", "mpi_fortran_in_place__", "MPI_FORTRAN_IN_PLACE"};
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = dlsym(RTLD_DEFAULT, names[i]);
+    return a;
+  }();
+  for (const void* b : blocks)
+    if (b && p == b) return true;
+  static void* const* mpich = static_cast<void* const*>(dlsym(RTLD_DEFAULT, "MPIR_F_MPI_IN_PLACE"));
+  return mpich && *mpich && p == *mpich;
+}
+
+template <typename Handle>
+bool is_zero_handle(const Handle& h) {
+  Handle zero{};
+  return std::memcmp(&h, &zero, sizeof h) == 0;
+}
+
+void set_ierror(MPI_Fint* ierror, int rc) {
+  if (ierror) *ierror = static_cast<MPI_Fint>(rc);  // the f08 ierror is optional and may be absent
+}
+
+void allreduce(AllreduceFn real, void* sendbuf, void* recvbuf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* op,
+               MPI_Fint* comm, MPI_Fint* ierror) {
+  NestedCallGuard guard;
+  if (active()) {
+    const MPI_Comm c = PMPI_Comm_f2c(*comm);
+    const MPI_Datatype t = PMPI_Type_f2c(*datatype);
+    const MPI_Op o = PMPI_Op_f2c(*op);
+    // A handle that does not translate is left for the MPI to reject.
+    if (!is_zero_handle(c) && !is_zero_handle(t) && !is_zero_handle(o)) {
+      const void* s = is_fortran_in_place(sendbuf) ? MPI_IN_PLACE : sendbuf;
+      int rc = MPI_SUCCESS;
+      if (eligible(s, recvbuf, *count, t, o, c) && run_engine(s, recvbuf, *count, c, &rc)) {
+        set_ierror(ierror, rc);
+        return;
+      }
+    }
+    count_passthrough();
+  }
+  if (real) return real(sendbuf, recvbuf, count, datatype, op, comm, ierror);
+  // No Fortran binding of this name in the MPI: do what it would have done.
+  set_ierror(ierror, PMPI_Allreduce(is_fortran_in_place(sendbuf) ? MPI_IN_PLACE : sendbuf, recvbuf, *count,
+                                    PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm)));
+}
+
+void init(InitFn real, MPI_Fint* ierror) {
+  {
+    NestedCallGuard guard;
+    if (real) real(ierror);
+    else set_ierror(ierror, PMPI_Init(nullptr, nullptr));
+  }
+  int initialized = 0;
+  PMPI_Initialized(&initialized);
+  if (initialized && (!ierror || *ierror == MPI_SUCCESS)) after_init();
+}
+
+void init_thread(InitThreadFn real, MPI_Fint* required, MPI_Fint* provided, MPI_Fint* ierror) {
+  {
+    NestedCallGuard guard;
+    if (real) {
+      real(required, provided, ierror);
+    } else {
+      int p = 0;
+      set_ierror(ierror, PMPI_Init_thread(nullptr, nullptr, *required, &p));
+      *provided = p;
+    }
+  }
+  int initialized = 0;
+  PMPI_Initialized(&initialized);
+  if (initialized && (!ierror || *ierror == MPI_SUCCESS)) after_init();
+}
+
+void finalize(FinalizeFn real, MPI_Fint* ierror) {
+  before_finalize();
+  NestedCallGuard guard;
+  if (real) real(ierror);
+  else set_ierror(ierror, PMPI_Finalize());
+}
+
+}  // namespace
+
+// One wrapper per mangled name; each forwards to the MPI's symbol of the same name.
+#define OPTIREDUCE_FORTRAN_ALLREDUCE(name)                                                                   \
+  extern "C" void name(void* s, void* r, MPI_Fint* n, MPI_Fint* t, MPI_Fint* o, MPI_Fint* c, MPI_Fint* e) { \
+    static const AllreduceFn real = next_symbol<AllreduceFn>(#name);                                         \
+    allreduce(real, s, r, n, t, o, c, e);                                                                    \
+  }
+#define OPTIREDUCE_FORTRAN_INIT(name)                           \
+  extern "C" void name(MPI_Fint* e) {                           \
+    static const InitFn real = next_symbol<InitFn>(#name);      \
+    init(real, e);                                              \
+  }
+#define OPTIREDUCE_FORTRAN_INIT_THREAD(name)                                  \
+  extern "C" void name(MPI_Fint* required, MPI_Fint* provided, MPI_Fint* e) { \
+    static const InitThreadFn real = next_symbol<InitThreadFn>(#name);        \
+    init_thread(real, required, provided, e);                                 \
+  }
+#define OPTIREDUCE_FORTRAN_FINALIZE(name)                           \
+  extern "C" void name(MPI_Fint* e) {                               \
+    static const FinalizeFn real = next_symbol<FinalizeFn>(#name);  \
+    finalize(real, e);                                              \
+  }
+
+#define OPTIREDUCE_FORTRAN_ALL_MANGLINGS(MACRO, lower, upper) \
+  MACRO(lower) MACRO(lower##_) MACRO(lower##__) MACRO(upper)
+
+OPTIREDUCE_FORTRAN_ALL_MANGLINGS(OPTIREDUCE_FORTRAN_ALLREDUCE, mpi_allreduce, MPI_ALLREDUCE)
+OPTIREDUCE_FORTRAN_ALL_MANGLINGS(OPTIREDUCE_FORTRAN_INIT, mpi_init, MPI_INIT)
+OPTIREDUCE_FORTRAN_ALL_MANGLINGS(OPTIREDUCE_FORTRAN_INIT_THREAD, mpi_init_thread, MPI_INIT_THREAD)
+OPTIREDUCE_FORTRAN_ALL_MANGLINGS(OPTIREDUCE_FORTRAN_FINALIZE, mpi_finalize, MPI_FINALIZE)
+// `use mpi_f08` (Open MPI): same arguments, handles are one-integer derived types, ierror optional.
+OPTIREDUCE_FORTRAN_ALLREDUCE(mpi_allreduce_f08_)
+OPTIREDUCE_FORTRAN_INIT(mpi_init_f08_)
+OPTIREDUCE_FORTRAN_INIT_THREAD(mpi_init_thread_f08_)
+OPTIREDUCE_FORTRAN_FINALIZE(mpi_finalize_f08_)

@@ -1,0 +1,23 @@
+#include "mpi_bootstrap.hpp"
+
+namespace optireduce::pmpi {
+
+std::vector<std::vector<std::byte>> MpiBootstrap::allgather(std::span<const std::byte> mine) {
+  int size = 0;
+  PMPI_Comm_size(comm_, &size);
+  int my_length = static_cast<int>(mine.size());
+  std::vector<int> lengths(size), displs(size);
+  PMPI_Allgather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_);
+  int total = 0;
+  for (int r = 0; r < size; ++r) {
+    displs[r] = total;
+    total += lengths[r];
+  }
+  std::vector<std::byte> all(static_cast<std::size_t>(total));
+  PMPI_Allgatherv(mine.data(), my_length, MPI_BYTE, all.data(), lengths.data(), displs.data(), MPI_BYTE, comm_);
+  std::vector<std::vector<std::byte>> out(size);
+  for (int r = 0; r < size; ++r) out[r].assign(all.begin() + displs[r], all.begin() + displs[r] + lengths[r]);
+  return out;
+}
+
+}  // namespace optireduce::pmpi

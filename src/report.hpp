@@ -1,0 +1,32 @@
+// The JSON report: one object per rank, assembled by rank 0 into one file at MPI_Finalize.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "stats.hpp"
+#include "topology.hpp"
+
+namespace optireduce {
+
+struct RankReport {
+  int rank = 0;
+  std::string host;
+  StatsSnapshot stats;
+  TopologySummary topology;
+  std::string transports;          // what the engines actually used, e.g. "tcp/lo"
+  std::size_t engine_buffer_bytes = 0;  // peak over the engines of this rank
+  std::size_t largest_call_bytes = 0;
+  unsigned long long rejected_messages = 0;
+};
+
+std::string render_rank(const RankReport& r);
+// rank_objects: the render_rank() text of every rank, in rank order.
+std::string render_report(const Config& config, const std::vector<std::string>& rank_objects);
+// One human line for stderr.
+std::string render_summary(const std::vector<RankReport>& ranks);
+
+std::string json_escape(const std::string& s);
+
+}  // namespace optireduce

@@ -1,0 +1,25 @@
+// The Transpose AllReduce send order. Scatter-reduce interleaves destinations slice by slice in
+// peer order r+1, r+2, ... so no receiver gets everybody's data at once; all-gather sends each
+// reduced chunk of the own shard to the peers in the same rotation.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "shard_layout.hpp"
+
+namespace optireduce {
+
+struct ScheduledSend {
+  int peer;
+  std::uint32_t chunk;  // chunk of the destination's shard (scatter) or of the own shard (gather)
+  bool last_slice;      // the last message of this phase from this rank to this peer
+};
+
+// Every scatter-reduce send of `rank`, in order.
+std::vector<ScheduledSend> scatter_schedule(const ShardLayout& layout, int rank);
+
+// Peers in the rotation r+1, r+2, ..., r-1.
+inline int rotation_peer(int rank, int ranks, int k) { return (rank + k) % ranks; }
+
+}  // namespace optireduce

@@ -1,0 +1,20 @@
+// What hwloc says about where this process runs, for the report and optireduce-info.
+#pragma once
+
+#include <string>
+
+namespace optireduce {
+
+struct TopologySummary {
+  int packages = 0;
+  int cores = 0;
+  int hardware_threads = 0;
+  int numa_nodes = 0;
+  int numa_node_of_thread = -1;  // NUMA node of the CPU the calling thread last ran on
+  int cpu_of_thread = -1;
+  std::string error;  // set when hwloc could not load the topology
+};
+
+TopologySummary read_topology();
+
+}  // namespace optireduce

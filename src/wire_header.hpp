@@ -1,0 +1,42 @@
+// The header every engine message carries, its byte encoding, and structural validation.
+// Encoding is explicit little-endian so ranks never depend on struct layout or padding.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace optireduce {
+
+enum class Phase : std::uint8_t { scatter_reduce = 1, all_gather = 2 };
+
+struct WireHeader {
+  static constexpr std::uint32_t kMagic = 0x5254504fu;  // "OPTR" on the wire
+  static constexpr std::uint8_t kVersion = 1;
+  static constexpr std::size_t kEncodedSize = 56;
+  static constexpr std::uint16_t kFlagLastSlice = 1u << 0;
+
+  Phase phase = Phase::scatter_reduce;
+  std::uint16_t flags = 0;
+  std::uint32_t source = 0;        // sending rank
+  std::uint64_t comm_id = 0;       // identifies job and communicator
+  std::uint64_t epoch = 0;         // call sequence number on this communicator, from 1
+  std::uint64_t total = 0;         // element count of the call
+  std::uint64_t offset = 0;        // first element carried, in the whole buffer
+  std::uint32_t length = 0;        // elements carried
+  float stamp = 0.0f;              // sender's time estimate (bounded mode), microseconds
+
+  bool last_slice() const { return flags & kFlagLastSlice; }
+};
+
+void encode(const WireHeader& h, std::span<std::byte, WireHeader::kEncodedSize> out);
+
+enum class DecodeError { none, short_header, bad_magic, bad_version, bad_phase, bad_extent };
+
+// Structural checks only (magic, version, phase, offset + length within total without
+// overflow). Whether the extent is the one the receiver expects is the engine's check.
+DecodeError decode(std::span<const std::byte> in, WireHeader& out);
+
+const char* to_string(DecodeError e);
+
+}  // namespace optireduce
