@@ -105,12 +105,14 @@ void Engine::begin_call(const float* input, float* output, std::uint64_t count) 
   ready_.clear();
   reduced_chunks_ = 0;
   gather_remaining_ = 0;
+  done_from_.assign(ranks_, 0);
   for (int p = 0; p < ranks_; ++p)
     if (p != rank_) gather_remaining_ += layout_.chunks_in_shard(p);
 
   // One header slot per send of this call, sized up front: UCX reads a header until its send
   // completes, so the storage must not move while the call runs.
-  const std::size_t sends = scatter_schedule(layout_, rank_).size() + static_cast<std::size_t>(own_chunks) * (ranks_ - 1);
+  const std::size_t sends =
+      scatter_schedule(layout_, rank_).size() + static_cast<std::size_t>(own_chunks + 1) * (ranks_ - 1);
   if (headers_.size() < sends) headers_.resize(sends);
   headers_used_ = 0;
 
@@ -127,6 +129,22 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
     return stats;
   }
   const auto deadline = start + options_.timeout;
+  auto handler = [this](const InboundMessage& m) { on_message(m); };
+  // The previous call's sends read staging and headers, which this call is about to overwrite.
+  // They are waited for here rather than at the end of that call: completing a send can need the
+  // peer's progress, which it makes once it is in this call too.
+  TransportStatus ts = TransportStatus::ok;
+  while (!sends_drained()) {
+    if (Clock::now() >= deadline) {
+      ts = TransportStatus::timeout;
+      break;
+    }
+    if (transport_->poll(deadline, handler) == TransportStatus::error) {
+      ts = TransportStatus::error;
+      break;
+    }
+  }
+  if (ts != TransportStatus::ok) return fail(stats, ts, start, count);
   begin_call(input, output, count);
 
   // Early data of this call that arrived while the previous one ran.
@@ -135,14 +153,16 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
     pending.swap(early_);
     early_bytes_ = 0;
     for (auto& m : pending) {
-      if (m.header.epoch == epoch_) apply(m.header, m.payload);
+      if (m.header.epoch == epoch_)
+        apply(m.header, m.payload.size(), [&m](std::span<std::byte> dst) {
+          std::memcpy(dst.data(), m.payload.data(), dst.size());
+          return true;
+        });
       else if (m.header.epoch > epoch_) early_.push_back(std::move(m)), early_bytes_ += early_.back().payload.size();
       else ++rejects_.stale;
     }
   }
 
-  auto handler = [this](const InboundMessage& m) { on_message(m); };
-  TransportStatus ts = TransportStatus::ok;
   const auto schedule = scatter_schedule(layout_, rank_);
   for (std::size_t i = 0; i < schedule.size() && ts == TransportStatus::ok; ++i) {
     const auto& s = schedule[i];
@@ -159,7 +179,20 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
       ready_.pop_back();
       reduce_chunk(c);
     }
-    if (call_complete()) break;
+    if (call_complete()) {
+      for (int k = 1; k < ranks_ && ts == TransportStatus::ok; ++k)
+        ts = send_chunk(rotation_peer(rank_, ranks_, k), Phase::done, {0, 0}, true);
+      // A send still queued here may need this rank's progress to reach its peer (shared
+      // memory FIFOs): keep driving until every peer has our data.
+      while (ts == TransportStatus::ok && !peers_served()) {
+        if (Clock::now() >= deadline) {
+          ts = TransportStatus::timeout;
+          break;
+        }
+        if (transport_->poll(deadline, handler) == TransportStatus::error) ts = TransportStatus::error;
+      }
+      break;
+    }
     if (Clock::now() >= deadline) {
       ts = TransportStatus::timeout;
       break;
@@ -167,26 +200,22 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
     ts = transport_->poll(deadline, handler);
     if (ts == TransportStatus::timeout) ts = TransportStatus::ok;  // loop re-checks the deadline
   }
-  // Staging and headers are reused by the next call, so this call's sends must be done first.
-  while (ts == TransportStatus::ok && !sends_drained()) {
-    if (Clock::now() >= deadline) {
-      ts = TransportStatus::timeout;
-      break;
-    }
-    if (transport_->poll(deadline, handler) == TransportStatus::error) ts = TransportStatus::error;
-  }
   output_ = nullptr;
+  if (ts != TransportStatus::ok) return fail(stats, ts, start, count);
+  stats.latency_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  return stats;
+}
 
-  if (ts != TransportStatus::ok) {
-    stats.status = ts == TransportStatus::timeout ? CallStatus::timeout : CallStatus::transport_error;
-    broken_ = true;
-    OR_LOG(error,
-           "allreduce of %llu floats (call %llu) failed: %s; missing %llu gathered chunks, %u of %u own chunks "
-           "reduced, %llu messages rejected, early store %zu",
-           static_cast<unsigned long long>(count), static_cast<unsigned long long>(epoch_), to_string(stats.status),
-           static_cast<unsigned long long>(gather_remaining_), reduced_chunks_, layout_.chunks_in_shard(rank_),
-           static_cast<unsigned long long>(rejects_.total()), early_.size());
-  }
+CallStats Engine::fail(CallStats stats, TransportStatus ts, Clock::time_point start, std::uint64_t count) {
+  output_ = nullptr;
+  stats.status = ts == TransportStatus::timeout ? CallStatus::timeout : CallStatus::transport_error;
+  broken_ = true;
+  OR_LOG(error,
+         "allreduce of %llu floats (call %llu) failed: %s; missing %llu gathered chunks, %u of %u own chunks "
+         "reduced, %llu messages rejected, early store %zu",
+         static_cast<unsigned long long>(count), static_cast<unsigned long long>(epoch_), to_string(stats.status),
+         static_cast<unsigned long long>(gather_remaining_), reduced_chunks_, layout_.chunks_in_shard(rank_),
+         static_cast<unsigned long long>(rejects_.total()), early_.size());
   stats.latency_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
   return stats;
 }
@@ -203,7 +232,7 @@ TransportStatus Engine::send_chunk(int peer, Phase phase, const Extent& extent, 
   h.length = extent.length;
   auto& slot = headers_.at(headers_used_++);
   encode(h, slot);
-  const auto* payload = reinterpret_cast<const std::byte*>(staging_.data() + extent.offset);
+  const auto* payload = extent.length ? reinterpret_cast<const std::byte*>(staging_.data() + extent.offset) : nullptr;
   return transport_->send(peer, slot, {payload, extent.length * sizeof(float)});
 }
 
@@ -217,6 +246,11 @@ void Engine::on_message(const InboundMessage& message) {
     ++rejects_.foreign;
     return;
   }
+  if (h.phase == Phase::done) {
+    // Late "done"s are normal once our sends drained; only the current call's matter.
+    if (h.epoch == epoch_ && h.length == 0) done_from_[h.source] = 1;
+    return;
+  }
   if (h.epoch < epoch_) {
     ++rejects_.stale;
     return;
@@ -225,19 +259,22 @@ void Engine::on_message(const InboundMessage& message) {
     // A peer already in the next call. In exact mode a peer can be at most one call ahead (it
     // needs this rank's data to finish the current one); the store is bounded all the same.
     const std::size_t budget = std::max(kMinEarlyBudget, 2 * largest_call_bytes_);
-    if (h.epoch != epoch_ + 1 || early_bytes_ + message.payload.size() > budget) {
+    if (h.epoch != epoch_ + 1 || early_bytes_ + message.payload_size > budget) {
       ++rejects_.overflow;
       return;
     }
-    early_.push_back({h, std::vector<std::byte>(message.payload.begin(), message.payload.end())});
-    early_bytes_ += message.payload.size();
+    EarlyMessage early{h, std::vector<std::byte>(message.payload_size)};
+    if (!message.receive_into(early.payload)) return;
+    early_bytes_ += early.payload.size();
+    early_.push_back(std::move(early));
     return;
   }
-  apply(h, message.payload);
+  apply(h, message.payload_size, message.receive_into);
 }
 
-void Engine::apply(const WireHeader& h, std::span<const std::byte> payload) {
-  if (h.total != layout_.total() || payload.size() != static_cast<std::size_t>(h.length) * sizeof(float)) {
+void Engine::apply(const WireHeader& h, std::size_t payload_size,
+                   const std::function<bool(std::span<std::byte>)>& receive) {
+  if (h.total != layout_.total() || payload_size != static_cast<std::size_t>(h.length) * sizeof(float)) {
     ++rejects_.misplaced;
     return;
   }
@@ -253,10 +290,10 @@ void Engine::apply(const WireHeader& h, std::span<const std::byte> payload) {
       ++rejects_.duplicate;
       return;
     }
-    seen = 1;
     const int slot = source < rank_ ? source : source - 1;
     float* dst = slots_.data() + slot * slot_stride_ + (h.offset - layout_.shard_begin(rank_));
-    std::memcpy(dst, payload.data(), payload.size());
+    if (!receive({reinterpret_cast<std::byte*>(dst), payload_size})) return;
+    seen = 1;
     if (++contributors_[*c] == ranks_ - 1) ready_.push_back(*c);
   } else {
     const auto c = layout_.chunk_index(source, h.offset, h.length);
@@ -269,8 +306,10 @@ void Engine::apply(const WireHeader& h, std::span<const std::byte> payload) {
       ++rejects_.duplicate;
       return;
     }
+    // Straight into the caller's buffer: receive_into completes before it returns, so nothing
+    // can write there after this call has returned.
+    if (!receive({reinterpret_cast<std::byte*>(output_ + h.offset), payload_size})) return;
     seen = 1;
-    std::memcpy(output_ + h.offset, payload.data(), payload.size());
     --gather_remaining_;
   }
 }
@@ -303,6 +342,12 @@ void Engine::reduce_chunk(std::uint32_t chunk) {
 
 bool Engine::call_complete() const {
   return reduced_chunks_ == layout_.chunks_in_shard(rank_) && gather_remaining_ == 0;
+}
+
+bool Engine::peers_served() const {
+  for (int p = 0; p < ranks_; ++p)
+    if (p != rank_ && !done_from_[p] && transport_->sends_in_flight(p) != 0) return false;
+  return true;
 }
 
 bool Engine::sends_drained() const {

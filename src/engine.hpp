@@ -4,6 +4,7 @@
 
 #include <array>
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -75,11 +76,17 @@ class Engine {
 
   void begin_call(const float* input, float* output, std::uint64_t count);
   void on_message(const InboundMessage& message);
-  void apply(const WireHeader& h, std::span<const std::byte> payload);
+  // Places a validated current-call message; `receive` writes its payload where asked.
+  void apply(const WireHeader& h, std::size_t payload_size, const std::function<bool(std::span<std::byte>)>& receive);
   void reduce_chunk(std::uint32_t chunk);
   TransportStatus send_chunk(int peer, Phase phase, const Extent& extent, bool last_slice);
   bool call_complete() const;
+  // Marks the engine broken (its peers can no longer be trusted to agree) and logs why.
+  CallStats fail(CallStats stats, TransportStatus ts, Clock::time_point start, std::uint64_t count);
   bool sends_drained() const;
+  // True when no peer still needs this rank to drive its queued sends: each one either has
+  // completed or the peer said it has everything.
+  bool peers_served() const;
 
   const int rank_;
   const int ranks_;
@@ -108,6 +115,7 @@ class Engine {
   std::vector<std::uint32_t> ready_;                // own chunks with every contribution
   std::uint32_t reduced_chunks_ = 0;
   std::uint64_t gather_remaining_ = 0;
+  std::vector<std::uint8_t> done_from_;             // peers that said they have all our data
 
   std::vector<EarlyMessage> early_;
   std::size_t early_bytes_ = 0;

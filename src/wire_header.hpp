@@ -8,7 +8,9 @@
 
 namespace optireduce {
 
-enum class Phase : std::uint8_t { scatter_reduce = 1, all_gather = 2 };
+// done: header only; "I have everything I need from you for this call" (lets a sender whose last
+// sends are still queued stop driving them).
+enum class Phase : std::uint8_t { scatter_reduce = 1, all_gather = 2, done = 3 };
 
 struct WireHeader {
   static constexpr std::uint32_t kMagic = 0x5254504fu;  // "OPTR" on the wire

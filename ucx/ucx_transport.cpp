@@ -22,8 +22,10 @@ constexpr const char* kEnvPrefix = "OPTIREDUCE";
 // Spin on progress this long before blocking on the event fd: a message in flight usually lands
 // within it, and blocking costs a system call and a wake-up.
 constexpr auto kSpinBeforeBlock = std::chrono::microseconds(50);
+// A rendezvous fetch is one transfer from a peer that is alive and in the call; this bounds it.
+constexpr auto kFetchTimeout = std::chrono::seconds(10);
 // Longest single block, so transports without wake-up events still get progressed.
-constexpr int kMaxBlockMs = 5;
+constexpr int kMaxBlockMs = 0;
 
 class UcxTransport final : public Transport {
  public:
@@ -43,7 +45,9 @@ class UcxTransport final : public Transport {
  private:
   struct Arrived {
     std::vector<std::byte> header;
-    void* ucx_data = nullptr;      // persistent UCX descriptor, released after delivery
+    void* ucx_data = nullptr;      // persistent UCX data or rendezvous descriptor
+    bool rendezvous = false;       // payload still at the sender: fetch it into its destination
+    bool fetched = false;
     std::vector<std::byte> copy;   // used when UCX could not keep the data for us
     std::size_t length = 0;
   };
@@ -60,6 +64,7 @@ class UcxTransport final : public Transport {
   static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
 
   TransportStatus post(int peer, unsigned am_id, std::span<const std::byte> header, std::span<const std::byte> payload);
+  bool receive_payload(Arrived& a, std::span<std::byte> dst);
   void progress_all();
   void wait_for_events(Clock::time_point deadline);
   std::string chosen_transports() const;
@@ -168,18 +173,15 @@ bool UcxTransport::start(std::string& error) {
 ucs_status_t UcxTransport::on_data(void* arg, const void* header, std::size_t header_length, void* data,
                                    std::size_t length, const ucp_am_recv_param_t* param) {
   auto* self = static_cast<UcxTransport*>(arg);
-  if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
-    // Senders force eager; a rendezvous message is not one of ours. Drop it.
-    OR_LOG(debug, "dropping a rendezvous active message of %zu bytes", length);
-    return UCS_OK;
-  }
   Arrived a;
   const auto* h = static_cast<const std::byte*>(header);
   a.header.assign(h, h + header_length);
   a.length = length;
   // Keep UCX's descriptor instead of copying; deliver outside this callback (never progress UCX
-  // or send from inside its own callbacks).
-  if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) {
+  // or send from inside its own callbacks). A rendezvous payload is fetched only once the engine
+  // has validated the header and named the destination.
+  if (param->recv_attr & (UCP_AM_RECV_ATTR_FLAG_DATA | UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+    a.rendezvous = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
     a.ucx_data = data;
     self->inbox_.push_back(std::move(a));
     return UCS_INPROGRESS;
@@ -227,7 +229,7 @@ TransportStatus UcxTransport::connect(int self_rank, const std::vector<std::vect
     ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                     UCP_EP_PARAM_FIELD_ERR_HANDLER;
     ep.address = reinterpret_cast<const ucp_address_t*>(peers[p].data());
-    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep.err_mode = UCP_ERR_HANDLING_MODE_NONE;
     ep.err_handler.cb = &UcxTransport::on_peer_error;
     ep.err_handler.arg = &send_contexts_[p];
     ucs_status_t st = ucp_ep_create(worker_, &ep, &endpoints_[p]);
@@ -278,7 +280,7 @@ TransportStatus UcxTransport::post(int peer, unsigned am_id, std::span<const std
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
   param.cb.send = &UcxTransport::on_send_done;
   param.user_data = &send_contexts_[peer];
-  param.flags = UCP_AM_SEND_FLAG_EAGER;
+  // UCX picks eager or rendezvous by size: large chunks go zero-copy (CMA on one host).
   void* req = ucp_am_send_nbx(endpoints_[peer], am_id, header.data(), header.size(), payload.data(), payload.size(), &param);
   if (req == nullptr) return TransportStatus::ok;
   if (UCS_PTR_IS_ERR(req)) {
@@ -319,10 +321,11 @@ TransportStatus UcxTransport::poll(Clock::time_point deadline,
         inbox_.pop_front();
         InboundMessage m;
         m.header = a.header;
-        m.payload = a.ucx_data ? std::span<const std::byte>(static_cast<const std::byte*>(a.ucx_data), a.length)
-                               : std::span<const std::byte>(a.copy);
+        m.payload_size = a.length;
+        m.receive_into = [this, &a](std::span<std::byte> dst) { return receive_payload(a, dst); };
         on_message(m);
-        if (a.ucx_data) ucp_am_data_release(worker_, a.ucx_data);
+        // Not fetched: the engine refused it; releasing a rendezvous descriptor tells the sender.
+        if (a.ucx_data && !a.fetched) ucp_am_data_release(worker_, a.ucx_data);
       }
       return failed_ ? TransportStatus::error : TransportStatus::ok;
     }
@@ -330,6 +333,42 @@ TransportStatus UcxTransport::poll(Clock::time_point deadline,
     if (Clock::now() >= deadline) return TransportStatus::timeout;
     wait_for_events(deadline);
   }
+}
+
+bool UcxTransport::receive_payload(Arrived& a, std::span<std::byte> dst) {
+  if (dst.size() != a.length || a.fetched) return false;
+  if (!a.rendezvous) {
+    if (a.length) std::memcpy(dst.data(), a.ucx_data ? a.ucx_data : a.copy.data(), a.length);
+    return true;
+  }
+  a.fetched = true;  // from here on UCX owns the descriptor
+  struct Fetch {
+    bool done = false;
+    ucs_status_t status = UCS_OK;
+  } fetch;
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.cb.recv_am = [](void*, ucs_status_t status, std::size_t, void* user) {
+    auto* f = static_cast<Fetch*>(user);
+    f->status = status;
+    f->done = true;
+  };
+  param.user_data = &fetch;
+  void* req = ucp_am_recv_data_nbx(worker_, a.ucx_data, dst.data(), dst.size(), &param);
+  if (req == nullptr) return true;
+  if (UCS_PTR_IS_ERR(req)) return false;
+  // The destination may be the caller's buffer, so the fetch completes (or is cancelled and
+  // finished) before this returns: nothing may write there after the engine call is over.
+  const auto give_up = Clock::now() + kFetchTimeout;
+  while (!fetch.done && Clock::now() < give_up) ucp_worker_progress(worker_);
+  if (!fetch.done) {
+    ucp_request_cancel(worker_, req);
+    while (!fetch.done) ucp_worker_progress(worker_);
+    OR_LOG(warn, "a rendezvous fetch of %zu bytes did not complete in %lld ms", dst.size(),
+           static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(kFetchTimeout).count()));
+  }
+  ucp_request_free(req);
+  return fetch.status == UCS_OK;
 }
 
 std::string UcxTransport::chosen_transports() const {

@@ -15,12 +15,17 @@ namespace optireduce {
 
 using Clock = std::chrono::steady_clock;
 
-// One received message: the header bytes and the payload bytes, both valid only during the
-// callback that receives them.
+// One received message, valid only during the callback that receives it. The receiver validates
+// the header first and then asks for the payload to be placed where it belongs: a transport may
+// hold it already (copied out) or fetch it only now (zero-copy rendezvous), so nothing is copied
+// before the receiver has decided the message is genuine and where it goes.
 struct InboundMessage {
   int source = -1;  // rank the transport believes sent it (may be -1 when it cannot tell)
   std::span<const std::byte> header;
-  std::span<const std::byte> payload;
+  std::size_t payload_size = 0;
+  // Writes exactly payload_size bytes to dst (dst.size() must equal payload_size) before it
+  // returns; false when the payload could not be had (nothing usable was written).
+  std::function<bool(std::span<std::byte> dst)> receive_into;
 };
 
 enum class TransportStatus { ok, timeout, error };
