@@ -1,0 +1,90 @@
+#include <gtest/gtest.h>
+
+#include "config.hpp"
+
+namespace optireduce {
+namespace {
+
+TEST(Config, DefaultsWhenNothingIsSet) {
+  auto r = parse_config({{"PATH", "/bin"}, {"UCX_TLS", "tcp"}});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.config.mode, Mode::bounded);
+  EXPECT_EQ(r.config.transport, TransportKind::ucx);
+  EXPECT_EQ(r.config.min_bytes, 1u << 20);
+  EXPECT_EQ(r.config.chunk_bytes, 256u << 10);
+  EXPECT_EQ(r.config.timeout_ms, 60000u);
+  EXPECT_TRUE(r.config.report_path.empty());
+  EXPECT_EQ(r.config.log_level, LogLevel::warn);
+  for (const auto& p : parameters()) EXPECT_EQ(r.config.source.at(p.name), "default") << p.name;
+}
+
+TEST(Config, ParsesEveryParameter) {
+  auto r = parse_config({{"OPTIREDUCE_MODE", "reliable"},
+                         {"OPTIREDUCE_TRANSPORT", "ucx"},
+                         {"OPTIREDUCE_MIN_BYTES", "64K"},
+                         {"OPTIREDUCE_CHUNK_BYTES", "1M"},
+                         {"OPTIREDUCE_TIMEOUT_MS", "250"},
+                         {"OPTIREDUCE_REPORT", "/tmp/r.json"},
+                         {"OPTIREDUCE_LOG", "debug"},
+                         {"OPTIREDUCE_UCX_TLS", "tcp"}});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.config.mode, Mode::reliable);
+  EXPECT_EQ(r.config.min_bytes, 64u << 10);
+  EXPECT_EQ(r.config.chunk_bytes, 1u << 20);
+  EXPECT_EQ(r.config.timeout_ms, 250u);
+  EXPECT_EQ(r.config.report_path, "/tmp/r.json");
+  EXPECT_EQ(r.config.log_level, LogLevel::debug);
+  EXPECT_EQ(r.config.source.at("OPTIREDUCE_MODE"), "environment");
+}
+
+void expect_error(const Environment& env, const std::string& must_contain_a, const std::string& must_contain_b) {
+  auto r = parse_config(env);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find(must_contain_a), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find(must_contain_b), std::string::npos) << r.error;
+  EXPECT_EQ(r.error.find('\n'), std::string::npos) << "one line";
+}
+
+TEST(Config, BadValuesNameTheVariableTheValueAndWhatIsAccepted) {
+  expect_error({{"OPTIREDUCE_MODE", "fast"}}, "OPTIREDUCE_MODE=\"fast\"", "bounded, reliable, off");
+  expect_error({{"OPTIREDUCE_TRANSPORT", "verbs"}}, "OPTIREDUCE_TRANSPORT=\"verbs\"", "ucx");
+  expect_error({{"OPTIREDUCE_MIN_BYTES", "-1"}}, "OPTIREDUCE_MIN_BYTES", "bytes");
+  expect_error({{"OPTIREDUCE_MIN_BYTES", "12Q"}}, "OPTIREDUCE_MIN_BYTES=\"12Q\"", "suffix");
+  expect_error({{"OPTIREDUCE_CHUNK_BYTES", "1023"}}, "OPTIREDUCE_CHUNK_BYTES", "multiple of 4");
+  expect_error({{"OPTIREDUCE_CHUNK_BYTES", "1026"}}, "OPTIREDUCE_CHUNK_BYTES", "multiple of 4");
+  expect_error({{"OPTIREDUCE_TIMEOUT_MS", "0"}}, "OPTIREDUCE_TIMEOUT_MS=\"0\"", "1 to 3600000");
+  expect_error({{"OPTIREDUCE_TIMEOUT_MS", "10K"}}, "OPTIREDUCE_TIMEOUT_MS", "1 to 3600000");
+  expect_error({{"OPTIREDUCE_REPORT", ""}}, "OPTIREDUCE_REPORT", "path");
+  expect_error({{"OPTIREDUCE_LOG", "verbose"}}, "OPTIREDUCE_LOG=\"verbose\"", "error, warn, info, debug");
+}
+
+TEST(Config, UnknownVariablesAreErrorsButUcxOnesBelongToUcx) {
+  expect_error({{"OPTIREDUCE_MODEE", "bounded"}}, "unknown variable OPTIREDUCE_MODEE", "OPTIREDUCE_MODE");
+  EXPECT_TRUE(parse_config({{"OPTIREDUCE_UCX_TLS", "tcp"}, {"OPTIREDUCE_UCX_NET_DEVICES", "lo"}}).ok());
+}
+
+TEST(Config, AgreementTextCoversWhatChangesTheCollectiveOnly) {
+  auto a = parse_config({{"OPTIREDUCE_LOG", "debug"}, {"OPTIREDUCE_REPORT", "/a"}}).config;
+  auto b = parse_config({}).config;
+  EXPECT_EQ(a.agreement_text(), b.agreement_text());
+  auto c = parse_config({{"OPTIREDUCE_MIN_BYTES", "0"}}).config;
+  EXPECT_NE(c.agreement_text(), b.agreement_text());
+}
+
+TEST(Config, ByteCounts) {
+  std::uint64_t n = 0;
+  EXPECT_TRUE(parse_byte_count("0", n));
+  EXPECT_EQ(n, 0u);
+  EXPECT_TRUE(parse_byte_count("3k", n));
+  EXPECT_EQ(n, 3072u);
+  EXPECT_TRUE(parse_byte_count("2G", n));
+  EXPECT_EQ(n, 2ull << 30);
+  EXPECT_FALSE(parse_byte_count("", n));
+  EXPECT_FALSE(parse_byte_count("K", n));
+  EXPECT_FALSE(parse_byte_count("1KB", n));
+  EXPECT_FALSE(parse_byte_count("99999999999999999999", n));
+  EXPECT_FALSE(parse_byte_count("18446744073709551615G", n));
+}
+
+}  // namespace
+}  // namespace optireduce

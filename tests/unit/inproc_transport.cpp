@@ -1,0 +1,64 @@
+#include "inproc_transport.hpp"
+
+#include <cstring>
+
+namespace optireduce::testing {
+
+InProcFabric::InProcFabric(int ranks) : ranks_(ranks), inboxes_(ranks), gather_slots_(ranks) {}
+
+void InProcFabric::deliver(int to, Message m) {
+  {
+    std::lock_guard lock(mutex_);
+    inboxes_[to].push_back(std::move(m));
+  }
+  arrived_.notify_all();
+}
+
+bool InProcFabric::take(int rank, Clock::time_point deadline, Message& out) {
+  std::unique_lock lock(mutex_);
+  if (!arrived_.wait_until(lock, deadline, [&] { return !inboxes_[rank].empty(); })) return false;
+  out = std::move(inboxes_[rank].front());
+  inboxes_[rank].pop_front();
+  return true;
+}
+
+std::vector<std::vector<std::byte>> InProcFabric::allgather(int rank, std::span<const std::byte> mine) {
+  std::unique_lock lock(mutex_);
+  const unsigned generation = gather_generation_;
+  gather_slots_[rank].assign(mine.begin(), mine.end());
+  if (++gather_count_ == ranks_) {
+    gather_result_ = gather_slots_;
+    gather_count_ = 0;
+    ++gather_generation_;
+    arrived_.notify_all();
+  } else {
+    arrived_.wait(lock, [&] { return gather_generation_ != generation; });
+  }
+  return gather_result_;
+}
+
+TransportStatus InProcTransport::send(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) {
+  fabric_->deliver(peer, {rank_, {header.begin(), header.end()}, {payload.begin(), payload.end()}});
+  return TransportStatus::ok;
+}
+
+TransportStatus InProcTransport::poll(Clock::time_point deadline,
+                                      const std::function<void(const InboundMessage&)>& on_message) {
+  InProcFabric::Message m;
+  if (!fabric_->take(rank_, deadline, m)) return TransportStatus::timeout;
+  do {
+    InboundMessage in;
+    in.source = m.source;
+    in.header = m.header;
+    in.payload_size = m.payload.size();
+    in.receive_into = [&m](std::span<std::byte> dst) {
+      if (dst.size() != m.payload.size()) return false;
+      if (!dst.empty()) std::memcpy(dst.data(), m.payload.data(), dst.size());
+      return true;
+    };
+    on_message(in);
+  } while (fabric_->take(rank_, Clock::time_point::min(), m));
+  return TransportStatus::ok;
+}
+
+}  // namespace optireduce::testing

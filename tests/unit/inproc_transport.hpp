@@ -1,0 +1,76 @@
+// Several ranks as threads of one process (as in Gloo's tests): an in-process transport and
+// bootstrap, so the engine's logic is tested without MPI or a network.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "bootstrap.hpp"
+#include "optireduce/transport.hpp"
+
+namespace optireduce::testing {
+
+// What all ranks of one in-process job share.
+class InProcFabric {
+ public:
+  explicit InProcFabric(int ranks);
+  int ranks() const { return ranks_; }
+
+  struct Message {
+    int source;
+    std::vector<std::byte> header;
+    std::vector<std::byte> payload;
+  };
+  void deliver(int to, Message m);
+  // Waits until a message for `rank` is there or the deadline passes.
+  bool take(int rank, Clock::time_point deadline, Message& out);
+
+  // All-gather among the ranks (a generation-counted rendezvous).
+  std::vector<std::vector<std::byte>> allgather(int rank, std::span<const std::byte> mine);
+
+ private:
+  const int ranks_;
+  std::mutex mutex_;
+  std::condition_variable arrived_;
+  std::vector<std::deque<Message>> inboxes_;
+  std::vector<std::vector<std::byte>> gather_slots_;
+  int gather_count_ = 0;
+  unsigned gather_generation_ = 0;
+  std::vector<std::vector<std::byte>> gather_result_;
+};
+
+class InProcTransport final : public Transport {
+ public:
+  InProcTransport(std::shared_ptr<InProcFabric> fabric, int rank) : fabric_(std::move(fabric)), rank_(rank) {}
+  std::vector<std::byte> local_address() const override { return {std::byte(rank_)}; }
+  TransportStatus connect(int, const std::vector<std::vector<std::byte>>&, Clock::time_point) override {
+    return TransportStatus::ok;
+  }
+  TransportStatus send(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) override;
+  std::size_t sends_in_flight(int) const override { return 0; }  // a send is a copy
+  TransportStatus poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override;
+  std::size_t max_message_bytes() const override { return std::size_t{1} << 30; }
+  bool reliable() const override { return true; }
+  std::string describe() const override { return "inproc"; }
+
+ private:
+  std::shared_ptr<InProcFabric> fabric_;
+  int rank_;
+};
+
+class InProcBootstrap final : public Bootstrap {
+ public:
+  InProcBootstrap(std::shared_ptr<InProcFabric> fabric, int rank) : fabric_(std::move(fabric)), rank_(rank) {}
+  std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override {
+    return fabric_->allgather(rank_, mine);
+  }
+
+ private:
+  std::shared_ptr<InProcFabric> fabric_;
+  int rank_;
+};
+
+}  // namespace optireduce::testing

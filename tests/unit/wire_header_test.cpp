@@ -1,0 +1,80 @@
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstring>
+
+#include "wire_header.hpp"
+
+namespace optireduce {
+namespace {
+
+WireHeader sample() {
+  WireHeader h;
+  h.phase = Phase::all_gather;
+  h.flags = WireHeader::kFlagLastSlice;
+  h.source = 3;
+  h.comm_id = 0x0123456789abcdefull;
+  h.epoch = 42;
+  h.total = 1ull << 33;
+  h.offset = (1ull << 33) - 100;
+  h.length = 100;
+  h.stamp = 1234.5f;
+  return h;
+}
+
+TEST(WireHeader, RoundTrip) {
+  std::array<std::byte, WireHeader::kEncodedSize> bytes;
+  encode(sample(), bytes);
+  WireHeader d;
+  ASSERT_EQ(decode(bytes, d), DecodeError::none);
+  const WireHeader s = sample();
+  EXPECT_EQ(d.phase, s.phase);
+  EXPECT_TRUE(d.last_slice());
+  EXPECT_EQ(d.source, s.source);
+  EXPECT_EQ(d.comm_id, s.comm_id);
+  EXPECT_EQ(d.epoch, s.epoch);
+  EXPECT_EQ(d.total, s.total);
+  EXPECT_EQ(d.offset, s.offset);
+  EXPECT_EQ(d.length, s.length);
+  EXPECT_EQ(d.stamp, s.stamp);
+}
+
+TEST(WireHeader, LittleEndianOnTheWire) {
+  std::array<std::byte, WireHeader::kEncodedSize> bytes;
+  encode(sample(), bytes);
+  EXPECT_EQ(bytes[0], std::byte{'O'});
+  EXPECT_EQ(bytes[1], std::byte{'P'});
+  EXPECT_EQ(bytes[2], std::byte{'T'});
+  EXPECT_EQ(bytes[3], std::byte{'R'});
+}
+
+TEST(WireHeader, RejectsWhatIsNotOurs) {
+  std::array<std::byte, WireHeader::kEncodedSize> good;
+  encode(sample(), good);
+  WireHeader d;
+  EXPECT_EQ(decode(std::span<const std::byte>(good).first(WireHeader::kEncodedSize - 1), d), DecodeError::short_header);
+  auto bad = good;
+  bad[0] = std::byte{0};
+  EXPECT_EQ(decode(bad, d), DecodeError::bad_magic);
+  bad = good;
+  bad[4] = std::byte{99};
+  EXPECT_EQ(decode(bad, d), DecodeError::bad_version);
+  bad = good;
+  bad[5] = std::byte{0};
+  EXPECT_EQ(decode(bad, d), DecodeError::bad_phase);
+  bad = good;
+  bad[5] = std::byte{4};
+  EXPECT_EQ(decode(bad, d), DecodeError::bad_phase);
+  // offset + length past total, and an offset that would overflow.
+  WireHeader h = sample();
+  h.length = 101;
+  encode(h, bad);
+  EXPECT_EQ(decode(bad, d), DecodeError::bad_extent);
+  h = sample();
+  h.offset = ~0ull;
+  encode(h, bad);
+  EXPECT_EQ(decode(bad, d), DecodeError::bad_extent);
+}
+
+}  // namespace
+}  // namespace optireduce
