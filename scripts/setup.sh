@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs every dependency from Debian's archive (idempotent: only what is missing) and builds
+# into build/. Usage: scripts/setup.sh [extra cmake arguments]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  build-essential cmake pkg-config gfortran
+  libopenmpi-dev openmpi-bin
+  libucx-dev ucx-utils
+  libfabric-dev libfabric-bin
+  libhwloc-dev
+  libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+  python3-mpi4py python3-numpy
+  nftables iproute2
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup.sh: missing Debian packages: ${missing[*]}; run as root or: sudo apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "setup.sh: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+build_dir=${BUILD_DIR:-build}
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+cmake --build "$build_dir" -j "$(nproc)"
+echo "setup.sh: built $build_dir/lib/liboptireduce.so and the tools in $build_dir/bin"
