@@ -51,7 +51,7 @@ CommState& comm_state(MPI_Comm comm, const Config& config) {
   PMPI_Comm_rank(comm, &rank);
   PMPI_Comm_size(comm, &size);
   std::string error;
-  auto transport = make_transport(config.transport, error);
+  auto transport = make_transport(config.transport, config.chunk_bytes + WireHeader::kEncodedSize, error);
   if (!transport) OR_LOG(warn, "cannot start the %s transport: %s", to_string(config.transport), error.c_str());
   EngineOptions options;
   options.chunk_elems = static_cast<std::uint32_t>(config.chunk_bytes / sizeof(float));

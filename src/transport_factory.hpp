@@ -9,6 +9,7 @@
 
 namespace optireduce {
 
-std::unique_ptr<Transport> make_transport(TransportKind kind, std::string& error);
+// `message_bytes`: the largest payload the engine will send in one message.
+std::unique_ptr<Transport> make_transport(TransportKind kind, std::size_t message_bytes, std::string& error);
 
 }  // namespace optireduce

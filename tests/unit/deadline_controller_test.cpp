@@ -1,0 +1,88 @@
+// The deadline controller driven by synthetic traces.
+#include <gtest/gtest.h>
+
+#include "deadline_controller.hpp"
+
+namespace optireduce {
+namespace {
+
+DeadlineOptions options() {
+  DeadlineOptions o;
+  o.calibration_calls = 20;
+  o.cap_us = 100000;
+  o.margin = 1.5;
+  o.floor_fraction = 0.5;
+  o.window = 9;
+  return o;
+}
+
+// Calibrates class 20 with phase times 1000 us (scatter) and 800 us (gather), one slow outlier.
+DeadlineController calibrated() {
+  DeadlineController c(options());
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_TRUE(c.calibrating(20));
+    c.record_calibration(20, {i == 7 ? 50000.0 : 1000.0 + i, 800.0});
+  }
+  EXPECT_FALSE(c.calibrating(20));
+  return c;
+}
+
+TEST(DeadlineController, SizeClassesArePowerOfTwoRanges) {
+  EXPECT_EQ(size_class(1u << 20), 20u);
+  EXPECT_EQ(size_class((2u << 20) - 1), 20u);
+  EXPECT_EQ(size_class(2u << 20), 21u);
+  EXPECT_EQ(size_class(0), 0u);
+}
+
+TEST(DeadlineController, CapUntilCalibratedThenMarginTimesP95) {
+  DeadlineController c(options());
+  EXPECT_EQ(c.deadlines(20).us[0], 100000);
+  c = calibrated();
+  // p95 of 20 samples is the 19th smallest: 1019 (the single 50 ms outlier is above it).
+  EXPECT_DOUBLE_EQ(c.bound_us(20, TarPhase::scatter), 1019);
+  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 1.5 * 1019);
+  EXPECT_DOUBLE_EQ(c.deadlines(20).us[1], 1.5 * 800);
+  EXPECT_TRUE(c.calibrating(21)) << "each size class calibrates on its own";
+}
+
+TEST(DeadlineController, QuietNetworkShrinksTheDeadlineDownToTheFloor) {
+  auto c = calibrated();
+  for (int i = 0; i < 9; ++i) c.record_estimate(20, {600, 500});
+  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 900);  // 1.5 * 600
+  for (int i = 0; i < 9; ++i) c.record_estimate(20, {100, 100});
+  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 509.5);  // floor: 0.5 * tB
+  EXPECT_DOUBLE_EQ(c.deadlines(20).us[1], 400);
+}
+
+TEST(DeadlineController, BusyNetworkGrowsItButNeverPastTheCap) {
+  auto c = calibrated();
+  for (int i = 0; i < 9; ++i) c.record_estimate(20, {3000, 2000});
+  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 4500);
+  for (int i = 0; i < 9; ++i) c.record_estimate(20, {500000, 500000});
+  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 100000);
+}
+
+TEST(DeadlineController, ASpikeDoesNotMoveItALastingStepDoes) {
+  auto c = calibrated();
+  for (int i = 0; i < 9; ++i) c.record_estimate(20, {1000, 1000});
+  c.record_estimate(20, {40000, 40000});  // one call hit a retransmission
+  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 1500);
+  // The network steps to 4 ms for good: within half a window the deadline follows.
+  int calls = 0;
+  while (c.deadlines(20).us[0] < 1.5 * 4000 && calls < 20) {
+    c.record_estimate(20, {4000, 4000});
+    ++calls;
+  }
+  EXPECT_LE(calls, 5);
+  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 6000);
+}
+
+TEST(DeadlineController, PhasesWithoutStampsKeepTheirEstimate) {
+  auto c = calibrated();
+  for (int i = 0; i < 9; ++i) c.record_estimate(20, {2000, 0});
+  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 3000);
+  EXPECT_DOUBLE_EQ(c.deadlines(20).us[1], 1200) << "no gather stamps: still 1.5 * tB";
+}
+
+}  // namespace
+}  // namespace optireduce
