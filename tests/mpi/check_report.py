@@ -1,0 +1,108 @@
+#!/usr/bin/python3
+"""Runs an MPI job that writes OPTIREDUCE_REPORT and checks the report it leaves.
+
+Usage: check_report.py --report PATH --ranks N [checks] -- COMMAND...
+
+Used for programs that cannot query the library themselves (Fortran) and for the report's own
+test. The stale report of an earlier run is removed first, so a job that writes nothing fails.
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+
+
+def fail(message):
+    print(f"check_report: FAIL: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_rank(entry, args):
+    rank = entry.get("rank")
+    where = f"ranks[] entry of rank {rank}"
+    for field in ("rank", "intercepted_calls", "passthrough_calls", "bytes_reduced"):
+        if not isinstance(entry.get(field), int) or entry[field] < 0:
+            fail(f"{where}: {field} is {entry.get(field)!r}, expected a non-negative integer")
+    intercepted = entry["intercepted_calls"]
+    if args.intercepted is not None and intercepted != args.intercepted:
+        fail(f"{where}: intercepted_calls is {intercepted}, expected {args.intercepted}")
+    if intercepted <= 0:
+        fail(f"{where}: intercepted_calls is 0: the engine never ran (library not preloaded or bypassed)")
+    if args.passthrough is not None and entry["passthrough_calls"] != args.passthrough:
+        fail(f"{where}: passthrough_calls is {entry['passthrough_calls']}, expected {args.passthrough}")
+    if entry["passthrough_calls"] < args.min_passthrough:
+        fail(f"{where}: passthrough_calls is {entry['passthrough_calls']}, expected at least {args.min_passthrough}")
+    if args.bytes is not None and entry["bytes_reduced"] != args.bytes:
+        fail(f"{where}: bytes_reduced is {entry['bytes_reduced']}, expected {args.bytes}")
+    if entry["bytes_reduced"] <= 0:
+        fail(f"{where}: bytes_reduced is 0 although calls were intercepted")
+    if entry.get("dropped_fraction") != 0:
+        fail(f"{where}: dropped_fraction is {entry.get('dropped_fraction')!r}, expected 0 (exact run)")
+    latency = entry.get("latency_us")
+    if not isinstance(latency, dict) or not all(number(latency.get(k)) for k in ("p50", "p99", "max")):
+        fail(f"{where}: latency_us is {latency!r}, expected numbers p50, p99, max")
+    if not 0 < latency["p50"] <= latency["p99"] <= latency["max"]:
+        fail(f"{where}: latency_us is {latency!r}, expected 0 < p50 <= p99 <= max")
+    transports = entry.get("transports", "")
+    for want in args.transport_includes:
+        if want not in transports:
+            fail(f"{where}: transports is {transports!r}, expected it to name {want!r}")
+    for unwanted in args.transport_excludes:
+        if unwanted in transports:
+            fail(f"{where}: transports is {transports!r}, which must not use {unwanted!r}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--report", required=True)
+    parser.add_argument("--ranks", type=int, required=True, help="entries expected in ranks[]")
+    parser.add_argument("--intercepted", type=int, help="exact intercepted_calls of every rank (default: > 0)")
+    parser.add_argument("--passthrough", type=int, help="exact passthrough_calls of every rank")
+    parser.add_argument("--min-passthrough", type=int, default=0)
+    parser.add_argument("--bytes", type=int, help="exact bytes_reduced of every rank")
+    parser.add_argument("--transport-includes", action="append", default=[])
+    parser.add_argument("--transport-excludes", action="append", default=[])
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command after --")
+
+    if os.path.exists(args.report):
+        os.remove(args.report)
+    rc = subprocess.call(command)
+    if rc != 0:
+        fail(f"the job exited {rc}" + (" (killed by timeout)" if rc in (124, 137) else ""))
+    if not os.path.exists(args.report):
+        fail(f"the job wrote no report at {args.report}")
+    with open(args.report) as f:
+        text = f.read()
+    try:
+        report = json.loads(text)
+    except json.JSONDecodeError as e:
+        fail(f"{args.report} is not valid JSON ({e}):\n{text}")
+
+    ranks = report.get("ranks")
+    if not isinstance(ranks, list):
+        fail(f"no 'ranks' array in the report:\n{text}")
+    if len(ranks) != args.ranks:
+        fail(f"'ranks' has {len(ranks)} entries, expected one per rank ({args.ranks})")
+    if not all(isinstance(entry, dict) for entry in ranks):
+        fail("'ranks' holds something other than objects")
+    seen = sorted(entry.get("rank", -1) for entry in ranks)
+    if seen != list(range(args.ranks)):
+        fail(f"'ranks' covers ranks {seen}, expected 0..{args.ranks - 1} once each")
+    for entry in ranks:
+        check_rank(entry, args)
+    print(f"check_report: PASS: {args.report}: {len(ranks)} ranks, intercepted_calls "
+          f"{[e['intercepted_calls'] for e in ranks]}, transports {sorted({e.get('transports', '') for e in ranks})}")
+
+
+if __name__ == "__main__":
+    main()

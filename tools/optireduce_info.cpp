@@ -1,0 +1,176 @@
+// optireduce-info: what OptiReduce would run with on this host, in the manner of ucx_info/fi_info:
+// version, effective configuration and where each value came from, the UCX variables in force,
+// the UCX transports and libfabric datagram providers on offer, and the hwloc topology.
+// No MPI: it reads the same environment MPI_Init would.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cli_errors.hpp"
+#include "config.hpp"
+#include "fabric_providers.hpp"
+#include "optireduce/optireduce.h"
+#include "report.hpp"
+#include "topology.hpp"
+#include "ucx_transport.hpp"
+
+extern char** environ;
+
+namespace {
+
+using optireduce::json_escape;
+
+struct Setting {
+  std::string name, value, source, accepted, description;
+};
+
+struct Info {
+  std::string version;
+  std::vector<Setting> settings;
+  std::vector<std::pair<std::string, std::string>> ucx_variables;
+  std::vector<std::string> ucx_transports;
+  optireduce::tools::FabricProviders fabric;
+  optireduce::TopologySummary topology;
+};
+
+// The value in force: the environment's text when it was set (parse_config accepted it), else the
+// documented default.
+std::vector<Setting> effective_settings(const optireduce::Environment& env, const optireduce::Config& config) {
+  std::vector<Setting> out;
+  for (const auto& p : optireduce::parameters()) {
+    Setting s{p.name, p.default_text, "default", p.accepted, p.description};
+    if (auto it = config.source.find(p.name); it != config.source.end()) s.source = it->second;
+    for (const auto& [name, value] : env)
+      if (name == p.name) s.value = value;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// UCX_* applies to every UCX user; OPTIREDUCE_UCX_* only to the engine, and wins over UCX_*.
+std::vector<std::pair<std::string, std::string>> ucx_variables() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (char** e = environ; e && *e; ++e) {
+    if (std::strncmp(*e, "UCX_", 4) != 0 && std::strncmp(*e, "OPTIREDUCE_UCX_", 15) != 0) continue;
+    const char* eq = std::strchr(*e, '=');
+    if (eq) out.emplace_back(std::string(*e, static_cast<std::size_t>(eq - *e)), std::string(eq + 1));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string plural(int n, const char* word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+void print_text(const Info& info, bool verbose) {
+  std::printf("# OptiReduce-MPI version %s\n#\n", info.version.c_str());
+  std::printf("# Configuration (as MPI_Init would parse it from this environment)\n");
+  std::size_t width = 0;
+  for (const auto& s : info.settings) width = std::max(width, s.name.size());
+  for (const auto& s : info.settings) {
+    std::printf("#   %-*s = %-12s [%s]\n", static_cast<int>(width), s.name.c_str(), s.value.c_str(), s.source.c_str());
+    if (verbose)
+      std::printf("#   %-*s   accepted: %s\n#   %-*s   %s\n", static_cast<int>(width), "", s.accepted.c_str(),
+                  static_cast<int>(width), "", s.description.c_str());
+  }
+  std::printf("#\n# UCX variables (OPTIREDUCE_UCX_* apply to the engine only and win over UCX_*)\n");
+  if (info.ucx_variables.empty()) std::printf("#   (none set)\n");
+  for (const auto& [name, value] : info.ucx_variables) std::printf("#   %s=%s\n", name.c_str(), value.c_str());
+  std::printf("#\n# UCX transports available to the engine\n");
+  if (info.ucx_transports.empty()) std::printf("#   (none: UCX could not start)\n");
+  for (const auto& t : info.ucx_transports) std::printf("#   %s\n", t.c_str());
+  std::printf("#\n# libfabric datagram providers (FI_EP_DGRAM)\n");
+  if (!info.fabric.error.empty())
+    std::printf("#   (unknown: %s)\n", info.fabric.error.c_str());
+  else if (info.fabric.providers.empty())
+    std::printf("#   (none)\n");
+  for (const auto& p : info.fabric.providers)
+    std::printf("#   %-10s fabric %-24s domain %s\n", p.provider.c_str(), p.fabric.c_str(), p.domain.c_str());
+  std::printf("#\n# Topology (hwloc)\n");
+  const auto& t = info.topology;
+  if (!t.error.empty()) {
+    std::printf("#   (unknown: %s)\n", t.error.c_str());
+  } else {
+    std::printf("#   %s, %s, %s, %s\n", plural(t.packages, "package").c_str(), plural(t.cores, "core").c_str(),
+                plural(t.hardware_threads, "hardware thread").c_str(), plural(t.numa_nodes, "NUMA node").c_str());
+    std::printf("#   this process last ran on CPU %d, NUMA node %d\n", t.cpu_of_thread, t.numa_node_of_thread);
+  }
+}
+
+std::string quoted(const std::string& s) {
+  return "\"" + json_escape(s) + "\"";
+}
+
+void print_json(const Info& info) {
+  std::string o = "{\n  \"version\": " + quoted(info.version) + ",\n  \"config\": [\n";
+  for (std::size_t i = 0; i < info.settings.size(); ++i) {
+    const auto& s = info.settings[i];
+    o += "    {\"name\": " + quoted(s.name) + ", \"value\": " + quoted(s.value) + ", \"source\": " + quoted(s.source) +
+         ", \"accepted\": " + quoted(s.accepted) + ", \"description\": " + quoted(s.description) + "}" +
+         (i + 1 < info.settings.size() ? ",\n" : "\n");
+  }
+  o += "  ],\n  \"ucx_variables\": {";
+  for (std::size_t i = 0; i < info.ucx_variables.size(); ++i)
+    o += (i ? ", " : "") + quoted(info.ucx_variables[i].first) + ": " + quoted(info.ucx_variables[i].second);
+  o += "},\n  \"ucx_transports\": [";
+  for (std::size_t i = 0; i < info.ucx_transports.size(); ++i) o += (i ? ", " : "") + quoted(info.ucx_transports[i]);
+  o += "],\n  \"fabric_dgram_providers\": [";
+  for (std::size_t i = 0; i < info.fabric.providers.size(); ++i) {
+    const auto& p = info.fabric.providers[i];
+    o += std::string(i ? ", " : "") + "{\"provider\": " + quoted(p.provider) + ", \"fabric\": " + quoted(p.fabric) +
+         ", \"domain\": " + quoted(p.domain) + "}";
+  }
+  o += "]";
+  if (!info.fabric.error.empty()) o += ", \"fabric_error\": " + quoted(info.fabric.error);
+  const auto& t = info.topology;
+  o += ",\n  \"topology\": {\"packages\": " + std::to_string(t.packages) + ", \"cores\": " + std::to_string(t.cores) +
+       ", \"hardware_threads\": " + std::to_string(t.hardware_threads) +
+       ", \"numa_nodes\": " + std::to_string(t.numa_nodes) + ", \"cpu\": " + std::to_string(t.cpu_of_thread) +
+       ", \"numa_node\": " + std::to_string(t.numa_node_of_thread);
+  if (!t.error.empty()) o += ", \"error\": " + quoted(t.error);
+  o += "}\n}\n";
+  std::fputs(o.c_str(), stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Shows what OptiReduce-MPI would run with on this host: version, effective configuration, UCX "
+      "transports, libfabric datagram providers and topology.",
+      "optireduce-info"};
+  bool json = false, verbose = false;
+  app.add_flag("--json", json, "machine-readable output");
+  app.add_flag("-v,--verbose", verbose, "also show what each setting accepts and does");
+  optireduce::tools::use_single_line_errors(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return optireduce::tools::exit_code(app, e, true);
+  }
+
+  const auto env = optireduce::process_environment();
+  const auto parsed = optireduce::parse_config(env);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "optireduce-info: configuration error: %s\n", parsed.error.c_str());
+    return 1;
+  }
+  Info info;
+  info.version = std::to_string(OPTIREDUCE_VERSION_MAJOR) + "." + std::to_string(OPTIREDUCE_VERSION_MINOR) + "." +
+                 std::to_string(OPTIREDUCE_VERSION_PATCH);
+  info.settings = effective_settings(env, parsed.config);
+  info.ucx_variables = ucx_variables();
+  info.ucx_transports = optireduce::ucx_available_transports();
+  info.fabric = optireduce::tools::datagram_providers();
+  info.topology = optireduce::read_topology();
+  if (json)
+    print_json(info);
+  else
+    print_text(info, verbose);
+  return 0;
+}
