@@ -22,6 +22,9 @@ void retire(CommState* state) {
       g_history.peak_buffer_bytes = std::max(g_history.peak_buffer_bytes, e.buffer_bytes());
       g_history.largest_call_bytes = std::max(g_history.largest_call_bytes, e.largest_call_bytes());
       g_history.rejected_messages += e.rejects().total();
+      g_history.divergent_calls += e.agreed().divergent_calls;
+      g_history.fallbacks += e.agreed().fallbacks;
+      g_history.injected_drops += e.agreed().injected_drops;
       g_history.transports.insert(e.transport().describe());
     }
   }
@@ -33,45 +36,62 @@ int delete_state(MPI_Comm, int, void* value, void*) {
   return MPI_SUCCESS;
 }
 
+EngineOptions engine_options(const Config& config) {
+  EngineOptions o;
+  o.chunk_elems = static_cast<std::uint32_t>(config.chunk_bytes / sizeof(float));
+  o.timeout = std::chrono::milliseconds(config.timeout_ms);
+  o.calibration_calls = config.calibration_calls;
+  o.loss_budget = config.loss_budget;
+  o.fill = config.fill_local ? FillPolicy::local : FillPolicy::zero;
+  o.faults.drop = config.fault_drop;
+  o.faults.delay_rank = config.fault_delay_rank;
+  o.faults.delay_ms = config.fault_delay_ms;
+  o.faults.delay_probability = config.fault_delay_probability;
+  o.faults.seed = config.fault_seed;
+  return o;
+}
+
 }  // namespace
 
 void setup_comm_engines() {
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &delete_state, &g_keyval, nullptr);
 }
 
-CommState& comm_state(MPI_Comm comm, const Config& config) {
+CommState& comm_state(MPI_Comm comm) {
   void* value = nullptr;
   int found = 0;
   PMPI_Comm_get_attr(comm, g_keyval, &value, &found);
   if (found) return *static_cast<CommState*>(value);
-
   auto* state = new CommState;
   state->comm = comm;
-  int rank = 0, size = 0;
-  PMPI_Comm_rank(comm, &rank);
-  PMPI_Comm_size(comm, &size);
-  std::string error;
-  auto transport = make_transport(config.transport, config.chunk_bytes + WireHeader::kEncodedSize, error);
-  if (!transport) OR_LOG(warn, "cannot start the %s transport: %s", to_string(config.transport), error.c_str());
-  EngineOptions options;
-  options.chunk_elems = static_cast<std::uint32_t>(config.chunk_bytes / sizeof(float));
-  options.timeout = std::chrono::milliseconds(config.timeout_ms);
-  MpiBootstrap bootstrap(comm);
-  state->engine = Engine::create(rank, size, std::move(transport), bootstrap, options, error);
-  if (state->engine) {
-    ProcessStats::instance().record_engine_created();
-    OR_LOG(debug, "engine ready on a communicator of %d ranks (%s)", size, state->engine->transport().describe().c_str());
-  } else {
-    ProcessStats::instance().record_engine_failure();
-    // Every rank reached the same verdict inside Engine::create, so all fall back together.
-    OR_LOG(warn, "no engine for a communicator of %d ranks, its calls go to PMPI_Allreduce: %s", size, error.c_str());
-  }
   {
     std::lock_guard lock(g_mutex);
     g_live.insert(state);
   }
   PMPI_Comm_set_attr(comm, g_keyval, state);
   return *state;
+}
+
+Engine* comm_engine(CommState& state, const Config& config) {
+  if (state.engine_tried) return state.engine.get();
+  state.engine_tried = true;
+  int rank = 0, size = 0;
+  PMPI_Comm_rank(state.comm, &rank);
+  PMPI_Comm_size(state.comm, &size);
+  std::string error;
+  auto transport = make_transport(config.transport, error);
+  if (!transport) OR_LOG(warn, "cannot start the %s transport: %s", to_string(config.transport), error.c_str());
+  state.engine = Engine::create(rank, size, std::move(transport), std::make_unique<MpiBootstrap>(state.comm),
+                                engine_options(config), error);
+  if (state.engine) {
+    ProcessStats::instance().record_engine_created();
+    OR_LOG(debug, "engine ready on a communicator of %d ranks (%s)", size, state.engine->transport().describe().c_str());
+  } else {
+    ProcessStats::instance().record_engine_failure();
+    // Every rank reached the same verdict inside Engine::create, so all fall back together.
+    OR_LOG(warn, "no engine for a communicator of %d ranks, its calls go to PMPI_Allreduce: %s", size, error.c_str());
+  }
+  return state.engine.get();
 }
 
 void teardown_comm_engines() {

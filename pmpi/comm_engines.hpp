@@ -1,12 +1,14 @@
-// Per-communicator engines: created lazily inside the first eligible call (every rank is in that
-// call, so the address exchange over the communicator is safe), cached as a communicator
-// attribute, destroyed by the attribute's delete callback or before PMPI_Finalize.
+// Per-communicator state: its mode (MPI_Comm_set_info "optireduce_mode" or the C API) and its
+// engine, created lazily inside the first eligible call (every rank is in that call, so the
+// address exchange over the communicator is safe), cached as a communicator attribute, destroyed
+// by the attribute's delete callback or before PMPI_Finalize.
 #pragma once
 
 #include <mpi.h>
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -17,8 +19,10 @@ namespace optireduce::pmpi {
 
 struct CommState {
   MPI_Comm comm = MPI_COMM_NULL;
-  std::mutex mutex;               // one engine call at a time per communicator
-  std::unique_ptr<Engine> engine; // null when creation failed on any rank (then all fall back)
+  std::mutex mutex;                 // one engine call at a time per communicator
+  std::optional<Mode> mode;         // per-communicator override of OPTIREDUCE_MODE
+  bool engine_tried = false;
+  std::unique_ptr<Engine> engine;   // null when creation failed on any rank (then all fall back)
 };
 
 // What engines did, kept after they are destroyed, for the report.
@@ -26,12 +30,17 @@ struct EngineHistory {
   std::size_t peak_buffer_bytes = 0;
   std::size_t largest_call_bytes = 0;
   unsigned long long rejected_messages = 0;
+  unsigned long long divergent_calls = 0;
+  unsigned long long fallbacks = 0;
+  unsigned long long injected_drops = 0;
   std::set<std::string> transports;
 };
 
 void setup_comm_engines();
-// The state for `comm`, creating its engine when needed. Collective on first use.
-CommState& comm_state(MPI_Comm comm, const Config& config);
+// The state of `comm` (created empty on first use; no MPI communication).
+CommState& comm_state(MPI_Comm comm);
+// The state's engine, creating it when needed: collective on first use. Call with state.mutex held.
+Engine* comm_engine(CommState& state, const Config& config);
 // Destroys every engine still alive (before PMPI_Finalize) and releases the attribute key.
 void teardown_comm_engines();
 EngineHistory engine_history();

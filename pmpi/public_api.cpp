@@ -1,6 +1,10 @@
 // The public C API of include/optireduce/optireduce.h.
+#include <mpi.h>
+
 #include "optireduce/optireduce.h"
 
+#include "comm_engines.hpp"
+#include "runtime.hpp"
 #include "stats.hpp"
 
 #define OPTIREDUCE_STR2(x) #x
@@ -24,7 +28,38 @@ int optireduce_get_process_stats(optireduce_process_stats* out) {
   out->dropped_fraction = s.dropped_fraction();
   out->engines_created = s.engines_created;
   out->engine_failures = s.engine_failures;
+  out->bounded_calls = s.bounded_calls;
+  out->fallback_calls = s.fallback_calls;
   return 0;
+}
+
+int optireduce_comm_last_call(MPI_Comm comm, optireduce_call_stats* out) {
+  using namespace optireduce;
+  if (!out || !pmpi::initialized() || comm == MPI_COMM_NULL) return -1;
+  *out = {};
+  pmpi::CommState& state = pmpi::comm_state(comm);
+  std::lock_guard lock(state.mutex);
+  if (!state.engine) return 0;
+  const CallStats& c = state.engine->last_call();
+  out->sequence = c.sequence;
+  out->entries = c.entries;
+  out->dropped_entries = c.dropped_entries;
+  out->filled_entries = c.filled_entries;
+  out->dropped_fraction = c.entries ? double(c.dropped_entries) / double(c.entries) : 0.0;
+  out->latency_us = c.latency_us;
+  for (int p = 0; p < 2; ++p) {
+    out->deadline_us[p] = c.deadline_us[p];
+    out->phase_us[p] = c.phase_us[p];
+  }
+  out->kind = static_cast<int>(c.kind);
+  out->ok = c.status == CallStatus::ok;
+  out->divergent_calls = state.engine->agreed().divergent_calls;
+  out->fallbacks = state.engine->agreed().fallbacks;
+  return 0;
+}
+
+int optireduce_comm_last_call_f(int fortran_comm, optireduce_call_stats* out) {
+  return optireduce_comm_last_call(PMPI_Comm_f2c(static_cast<MPI_Fint>(fortran_comm)), out);
 }
 
 }  // extern "C"

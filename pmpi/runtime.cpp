@@ -8,6 +8,7 @@
 #include <fstream>
 #include <mutex>
 
+#include "call_trace.hpp"
 #include "comm_engines.hpp"
 #include "log.hpp"
 #include "optireduce/optireduce.h"
@@ -21,6 +22,9 @@ std::mutex g_lifecycle;
 bool g_initialized = false;
 bool g_finalized = false;
 std::atomic<bool> g_active{false};
+std::atomic<bool> g_initialized_flag{false};
+CallTrace g_trace;
+std::mutex g_trace_mutex;
 Config g_config;
 thread_local int t_nesting = 0;
 
@@ -80,6 +84,9 @@ void write_report(int rank, int size) {
   r.engine_buffer_bytes = h.peak_buffer_bytes;
   r.largest_call_bytes = h.largest_call_bytes;
   r.rejected_messages = h.rejected_messages;
+  r.divergent_calls = h.divergent_calls;
+  r.fallbacks = h.fallbacks;
+  r.injected_drops = h.injected_drops;
 
   // The summary needs every rank's figures; the file needs every rank's object.
   const double figures[7] = {double(r.stats.intercepted_calls), double(r.stats.passthrough_calls), double(r.stats.bytes_reduced),
@@ -119,6 +126,16 @@ NestedCallGuard::~NestedCallGuard() { --t_nesting; }
 bool NestedCallGuard::nested() { return t_nesting > 0; }
 
 bool active() { return g_active.load(std::memory_order_acquire); }
+bool initialized() { return g_initialized_flag.load(std::memory_order_acquire); }
+
+void trace_call(int comm_rank, const CallStats& call) {
+  if (!g_trace.enabled()) return;
+  std::lock_guard lock(g_trace_mutex);
+  (void)comm_rank;
+  int world_rank = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  g_trace.write(world_rank, call);
+}
 const Config& config() { return g_config; }
 
 void after_init() {
@@ -153,7 +170,12 @@ void after_init() {
   g_config = parsed.config;
   set_log_level(g_config.log_level);
   setup_comm_engines();
-  g_active.store(g_config.mode != Mode::off, std::memory_order_release);
+  if (!g_config.trace_path.empty() && !g_trace.open(g_config.trace_path))
+    OR_LOG(warn, "cannot open OPTIREDUCE_TRACE=\"%s\": %s; tracing is off", g_config.trace_path.c_str(), std::strerror(errno));
+  g_initialized_flag.store(true, std::memory_order_release);
+  // Off still interposes (so a communicator can opt in with MPI_Comm_set_info) but by default
+  // every call passes through.
+  g_active.store(true, std::memory_order_release);
   OR_LOG(debug, "initialised: %s", settings.c_str());
 }
 
@@ -162,6 +184,7 @@ void before_finalize() {
   if (!g_initialized || g_finalized) return;
   g_finalized = true;
   g_active.store(false, std::memory_order_release);
+  g_initialized_flag.store(false, std::memory_order_release);
   int rank = 0, size = 1;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -169,6 +192,7 @@ void before_finalize() {
   PMPI_Barrier(MPI_COMM_WORLD);
   teardown_comm_engines();
   write_report(rank, size);
+  g_trace.close();
 }
 
 }  // namespace optireduce::pmpi

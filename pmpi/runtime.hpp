@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include "config.hpp"
+#include "engine.hpp"
 
 namespace optireduce::pmpi {
 
@@ -18,6 +19,10 @@ void before_finalize();
 
 // True between after_init() and before_finalize() when the engine may run at all.
 bool active();
+// True between after_init() and before_finalize(), whatever the mode.
+bool initialized();
+// Appends the call to OPTIREDUCE_TRACE when it is set.
+void trace_call(int comm_rank, const CallStats& call);
 
 const Config& config();
 

@@ -1,6 +1,7 @@
 #include "config.hpp"
 
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -68,12 +69,32 @@ Apply byte_range(std::uint64_t Config::*field, std::uint64_t lo, std::uint64_t h
   };
 }
 
+bool plain_integer(const std::string& v, std::uint64_t& out) {
+  return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos && v.size() <= 19 &&
+         parse_byte_count(v, out);
+}
+
+bool plain_number(const std::string& v, double& out) {
+  if (v.empty() || v.find_first_not_of("0123456789.") != std::string::npos) return false;
+  char* end = nullptr;
+  out = std::strtod(v.c_str(), &end);
+  return end == v.c_str() + v.size();
+}
+
+Apply fraction(double Config::*field) {
+  return [field](Config& c, const std::string& v) {
+    double x = 0;
+    if (!plain_number(v, x) || x < 0 || x > 1) return false;
+    c.*field = x;
+    return true;
+  };
+}
+
 const std::vector<Parameter>& table() {
   static const std::vector<Parameter> params = {
       {{"OPTIREDUCE_MODE", "bounded", "bounded, reliable, off",
-        "bounded: deadline-bounded TAR (until the bounded-time engine lands it runs exactly, like "
-        "reliable); reliable: exact TAR over the reliable transport; off: every call goes to "
-        "PMPI_Allreduce"},
+        "bounded: every phase has an adaptive deadline, what is late is compensated and counted; "
+        "reliable: exact TAR; off: every call goes to PMPI_Allreduce"},
        choice(&Config::mode, {{"bounded", Mode::bounded}, {"reliable", Mode::reliable}, {"off", Mode::off}})},
       {{"OPTIREDUCE_TRANSPORT", "ucx", "ucx", "transport of the engine"},
        choice(&Config::transport, {{"ucx", TransportKind::ucx}})},
@@ -85,13 +106,11 @@ const std::vector<Parameter>& table() {
         "pipelining unit: the payload of one message"},
        byte_range(&Config::chunk_bytes, 1u << 10, 16u << 20, 4)},
       {{"OPTIREDUCE_TIMEOUT_MS", "60000", "1 to 3600000",
-        "hard cap on one engine call; an exact call that cannot finish by then fails with "
-        "MPI_ERR_OTHER through the communicator's error handler instead of hanging"},
+        "hard cap on one engine call and on every deadline; an exact call that cannot finish by "
+        "then fails with MPI_ERR_OTHER through the communicator's error handler instead of hanging"},
        [](Config& c, const std::string& v) {
          std::uint64_t n = 0;
-         if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || !parse_byte_count(v, n) ||
-             n < 1 || n > 3600000)
-           return false;
+         if (!plain_integer(v, n) || n < 1 || n > 3600000) return false;
          c.timeout_ms = n;
          return true;
        }},
@@ -102,6 +121,55 @@ const std::vector<Parameter>& table() {
          c.report_path = v;
          return true;
        }},
+      {{"OPTIREDUCE_TRACE", "(unset)", "a writable file path",
+        "one line per engine call per rank (sequence, size, kind, deadlines, phase times, dropped "
+        "entries), appended"},
+       [](Config& c, const std::string& v) {
+         if (v.empty()) return false;
+         c.trace_path = v;
+         return true;
+       }},
+      {{"OPTIREDUCE_LOSS_BUDGET", "0.10", "a fraction from 0 to 1",
+        "when one bounded call, or the recent ones on average, lose more than this share of "
+        "entries, the next 50 calls on that communicator run exactly"},
+       fraction(&Config::loss_budget)},
+      {{"OPTIREDUCE_FILL", "zero", "zero, local",
+        "all-gather chunks that never arrived: zero, or this rank's own contribution times the "
+        "number of ranks (an unbiased guess)"},
+       [](Config& c, const std::string& v) {
+         if (v != "zero" && v != "local") return false;
+         c.fill_local = v == "local";
+         return true;
+       }},
+      {{"OPTIREDUCE_CALIBRATION_CALLS", "20", "1 to 100000",
+        "exact calls per communicator and size class (power-of-two byte range) whose times "
+        "calibrate the deadlines"},
+       [](Config& c, const std::string& v) {
+         std::uint64_t n = 0;
+         if (!plain_integer(v, n) || n < 1 || n > 100000) return false;
+         c.calibration_calls = static_cast<unsigned>(n);
+         return true;
+       }},
+      {{"OPTIREDUCE_FAULT_DROP", "0", "a fraction from 0 to 1",
+        "testing: probability that a received chunk of a bounded call is discarded"},
+       fraction(&Config::fault_drop)},
+      {{"OPTIREDUCE_FAULT_DELAY", "(unset)", "RANK:MILLISECONDS:PROBABILITY, e.g. 2:500:0.1",
+        "testing: that rank enters bounded calls late by that much with that probability"},
+       [](Config& c, const std::string& v) {
+         const auto a = v.find(':'), b = v.find(':', a == std::string::npos ? a : a + 1);
+         if (a == std::string::npos || b == std::string::npos) return false;
+         std::uint64_t rank = 0;
+         double ms = 0, p = 0;
+         if (!plain_integer(v.substr(0, a), rank) || rank > 1u << 24 || !plain_number(v.substr(a + 1, b - a - 1), ms) ||
+             ms < 0 || ms > 3600000 || !plain_number(v.substr(b + 1), p) || p < 0 || p > 1)
+           return false;
+         c.fault_delay_rank = static_cast<int>(rank);
+         c.fault_delay_ms = ms;
+         c.fault_delay_probability = p;
+         return true;
+       }},
+      {{"OPTIREDUCE_FAULT_SEED", "1", "a non-negative integer", "testing: seed of the fault injection"},
+       [](Config& c, const std::string& v) { return plain_integer(v, c.fault_seed); }},
       {{"OPTIREDUCE_LOG", "warn", "error, warn, info, debug",
         "stderr verbosity; info adds a summary from rank 0 at MPI_Finalize"},
        choice(&Config::log_level,
@@ -187,7 +255,8 @@ std::string Config::agreement_text() const {
   // The report path and log level may differ per rank; everything else changes what runs.
   std::ostringstream out;
   out << "mode=" << to_string(mode) << ";transport=" << to_string(transport) << ";min_bytes=" << min_bytes
-      << ";chunk_bytes=" << chunk_bytes << ";timeout_ms=" << timeout_ms;
+      << ";chunk_bytes=" << chunk_bytes << ";timeout_ms=" << timeout_ms << ";loss_budget=" << loss_budget
+      << ";fill=" << (fill_local ? "local" : "zero") << ";calibration_calls=" << calibration_calls;
   return out.str();
 }
 

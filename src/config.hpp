@@ -26,7 +26,16 @@ struct Config {
   std::uint64_t chunk_bytes = 256u << 10;
   std::uint64_t timeout_ms = 60000;
   std::string report_path;  // empty: no report
+  std::string trace_path;   // empty: no trace
   LogLevel log_level = LogLevel::warn;
+  double loss_budget = 0.10;
+  bool fill_local = false;  // all-gather chunks that never arrived: false = zero, true = local
+  unsigned calibration_calls = 20;
+  double fault_drop = 0;
+  int fault_delay_rank = -1;
+  double fault_delay_ms = 0;
+  double fault_delay_probability = 0;
+  std::uint64_t fault_seed = 1;
 
   // Where each value came from: "default" or "environment", by variable name.
   std::map<std::string, std::string> source;

@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <random>
+#include <thread>
 
 #include "log.hpp"
+#include "stats.hpp"
 #include "tar_schedule.hpp"
 
 namespace optireduce {
@@ -19,9 +20,24 @@ const char* to_string(CallStatus s) {
   return "?";
 }
 
+const char* to_string(CallKind k) {
+  switch (k) {
+    case CallKind::exact: return "exact";
+    case CallKind::calibration: return "calibration";
+    case CallKind::bounded: return "bounded";
+    case CallKind::fallback: return "fallback";
+  }
+  return "?";
+}
+
 namespace {
 
 constexpr std::size_t kMinEarlyBudget = 16u << 20;
+// A bounded call keeps data of calls at most this far ahead (a peer may run ahead of a slow rank).
+constexpr std::uint64_t kEarlyEpochs = 4;
+// Once every sender's last slice of a phase is in, wait at most this share of the phase budget
+// for stragglers still in flight (datagrams can arrive out of order), then close.
+constexpr double kGraceShare = 0.05;
 
 std::uint64_t random_nonce() {
   std::random_device device;
@@ -42,10 +58,23 @@ bool all_ranks_ok(Bootstrap& bootstrap, bool ok, int& first_failed) {
   return true;
 }
 
+double us_since(Clock::time_point t) { return std::chrono::duration<double, std::micro>(Clock::now() - t).count(); }
+
+Clock::time_point after_us(Clock::time_point t, double us) {
+  return t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::micro>(us));
+}
+
+float median(std::vector<float> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
 }  // namespace
 
 std::unique_ptr<Engine> Engine::create(int rank, int ranks, std::unique_ptr<Transport> transport,
-                                       Bootstrap& bootstrap, const EngineOptions& options, std::string& error) {
+                                       std::unique_ptr<Bootstrap> bootstrap, const EngineOptions& options,
+                                       std::string& error) {
   // Blob: [ok][comm nonce, 8 bytes][transport address].
   std::vector<std::byte> blob(9);
   blob[0] = std::byte{static_cast<unsigned char>(transport ? 1 : 0)};
@@ -55,7 +84,7 @@ std::unique_ptr<Engine> Engine::create(int rank, int ranks, std::unique_ptr<Tran
     auto address = transport->local_address();
     blob.insert(blob.end(), address.begin(), address.end());
   }
-  auto blobs = bootstrap.allgather(blob);
+  auto blobs = bootstrap->allgather(blob);
   std::vector<std::vector<std::byte>> addresses(ranks);
   for (int r = 0; r < ranks; ++r) {
     if (blobs[r].size() < 9 || blobs[r][0] != std::byte{1}) {
@@ -69,58 +98,112 @@ std::unique_ptr<Engine> Engine::create(int rank, int ranks, std::unique_ptr<Tran
 
   const bool connected = transport->connect(rank, addresses, Clock::now() + options.timeout) == TransportStatus::ok;
   int failed = -1;
-  if (!all_ranks_ok(bootstrap, connected, failed)) {
+  if (!all_ranks_ok(*bootstrap, connected, failed)) {
     error = "rank " + std::to_string(failed) + " could not connect to its peers within " +
             std::to_string(options.timeout.count()) + " ms";
     return nullptr;
   }
-  return std::unique_ptr<Engine>(new Engine(rank, ranks, comm_id, std::move(transport), options));
+  return std::unique_ptr<Engine>(
+      new Engine(rank, ranks, comm_id, std::move(transport), std::move(bootstrap), options));
 }
 
 Engine::Engine(int rank, int ranks, std::uint64_t comm_id, std::unique_ptr<Transport> transport,
-               const EngineOptions& options)
-    : rank_(rank), ranks_(ranks), comm_id_(comm_id), transport_(std::move(transport)), options_(options) {}
+               std::unique_ptr<Bootstrap> bootstrap, const EngineOptions& options)
+    : rank_(rank),
+      ranks_(ranks),
+      comm_id_(comm_id),
+      transport_(std::move(transport)),
+      bootstrap_(std::move(bootstrap)),
+      options_(options),
+      deadlines_([&] {
+        DeadlineOptions d;
+        d.calibration_calls = options.calibration_calls;
+        d.cap_us = std::chrono::duration<double, std::micro>(options.timeout).count();
+        return d;
+      }()),
+      posted_(ranks, 0),
+      fault_rng_(options.faults.seed * 0x9e3779b97f4a7c15ull + static_cast<std::uint64_t>(rank)) {
+  for (auto& s : staging_) s.posted_until.assign(ranks, 0);
+}
 
 Engine::~Engine() = default;
 
 std::size_t Engine::buffer_bytes() const {
-  return (staging_.capacity() + slots_.capacity()) * sizeof(float) + headers_.capacity() * WireHeader::kEncodedSize;
+  std::size_t bytes = slots_.capacity() * sizeof(float);
+  for (const auto& s : staging_) bytes += s.data.capacity() * sizeof(float) + s.headers.capacity() * WireHeader::kEncodedSize;
+  return bytes;
 }
 
-void Engine::begin_call(const float* input, float* output, std::uint64_t count) {
+CallKind Engine::choose_kind(unsigned cls) const {
+  // Every input here is the same on every rank: the options, the call sequence, the number of
+  // calibration calls per size class, and what the agreement rounds decided.
+  if (deadlines_.calibrating(cls)) return CallKind::calibration;
+  if (epoch_ + 1 <= reliable_until_) return CallKind::fallback;
+  return CallKind::bounded;
+}
+
+bool Engine::staging_free(const Staging& s) const {
+  // UCX completes the sends to one peer in the order they were posted, so the sends that read
+  // `s` are done once at most the sends posted after them are still in flight.
+  for (int p = 0; p < ranks_; ++p)
+    if (p != rank_ && posted_[p] - transport_->sends_in_flight(p) < s.posted_until[p]) return false;
+  return true;
+}
+
+TransportStatus Engine::wait_until(Clock::time_point deadline, const std::function<bool()>& done,
+                                   bool give_up_quietly) {
+  auto handler = [this](const InboundMessage& m) { on_message(m); };
+  while (!done()) {
+    if (Clock::now() >= deadline) return give_up_quietly ? TransportStatus::ok : TransportStatus::timeout;
+    if (transport_->poll(deadline, handler) == TransportStatus::error) return TransportStatus::error;
+  }
+  return TransportStatus::ok;
+}
+
+void Engine::begin_call(Staging& staging, const float* input, float* output, std::uint64_t count) {
   ++epoch_;
+  current_ = &staging;
   layout_ = ShardLayout(count, ranks_, options_.chunk_elems);
   output_ = output;
   largest_call_bytes_ = std::max<std::size_t>(largest_call_bytes_, count * sizeof(float));
 
   const std::uint32_t own_chunks = layout_.chunks_in_shard(rank_);
   slot_stride_ = layout_.shard_size(rank_);
-  if (staging_.size() < count) staging_.resize(count);
+  if (staging.data.size() < count) staging.data.resize(count);
   if (slots_.size() < slot_stride_ * (ranks_ - 1)) slots_.resize(slot_stride_ * (ranks_ - 1));
-  std::memcpy(staging_.data(), input, count * sizeof(float));
+  if (count) std::memcpy(staging.data.data(), input, count * sizeof(float));
 
   contributors_.assign(own_chunks, 0);
   scatter_seen_.assign(static_cast<std::size_t>(ranks_) * own_chunks, 0);
   gather_seen_.assign(static_cast<std::size_t>(ranks_) * layout_.max_chunks(), 0);
+  last_slice_seen_.assign(kTarPhases * ranks_, 0);
+  done_from_.assign(ranks_, 0);
+  stamped_.assign(kTarPhases * ranks_, 0);
+  for (auto& s : stamps_) s.clear();
   ready_.clear();
   reduced_chunks_ = 0;
+  scatter_received_ = 0;
+  scatter_expected_ = static_cast<std::uint64_t>(own_chunks) * (ranks_ - 1);
   gather_remaining_ = 0;
-  done_from_.assign(ranks_, 0);
   for (int p = 0; p < ranks_; ++p)
     if (p != rank_) gather_remaining_ += layout_.chunks_in_shard(p);
+  gather_expected_ = gather_remaining_;
+  dropped_entries_ = 0;
+  filled_entries_ = 0;
 
   // One header slot per send of this call, sized up front: UCX reads a header until its send
   // completes, so the storage must not move while the call runs.
   const std::size_t sends =
       scatter_schedule(layout_, rank_).size() + static_cast<std::size_t>(own_chunks + 1) * (ranks_ - 1);
-  if (headers_.size() < sends) headers_.resize(sends);
+  if (staging.headers.size() < sends) staging.headers.resize(sends);
+  staging.posted_until.assign(ranks_, 0);
   headers_used_ = 0;
 
   if (ranks_ == 1)
     for (std::uint32_t c = 0; c < own_chunks; ++c) ready_.push_back(c);
 }
 
-CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t count) {
+CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t count, bool allow_bounded) {
   const auto start = Clock::now();
   CallStats stats;
   stats.entries = count;
@@ -128,82 +211,179 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
     stats.status = CallStatus::broken;
     return stats;
   }
-  const auto deadline = start + options_.timeout;
-  auto handler = [this](const InboundMessage& m) { on_message(m); };
-  // The previous call's sends read staging and headers, which this call is about to overwrite.
-  // They are waited for here rather than at the end of that call: completing a send can need the
-  // peer's progress, which it makes once it is in this call too.
-  TransportStatus ts = TransportStatus::ok;
-  while (!sends_drained()) {
-    if (Clock::now() >= deadline) {
-      ts = TransportStatus::timeout;
-      break;
-    }
-    if (transport_->poll(deadline, handler) == TransportStatus::error) {
-      ts = TransportStatus::error;
-      break;
-    }
-  }
-  if (ts != TransportStatus::ok) return fail(stats, ts, start, count);
-  begin_call(input, output, count);
+  const unsigned cls = size_class(count * sizeof(float));
+  stats.kind = allow_bounded ? choose_kind(cls) : CallKind::exact;
+  const bool bounded = stats.kind == CallKind::bounded;
+  const auto hard_deadline = start + options_.timeout;
 
-  // Early data of this call that arrived while the previous one ran.
+  const auto& f = options_.faults;
+  if (bounded && f.delay_rank == rank_ && f.delay_ms > 0 &&
+      std::uniform_real_distribution<double>(0, 1)(fault_rng_) < f.delay_probability)
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(f.delay_ms));
+
+  // Exact calls need one staging buffer; bounded ones alternate two, since a bounded call may
+  // return while its sends are still queued towards a slow peer.
+  Staging& staging = bounded ? staging_[epoch_ % 2] : staging_[0];
+  TransportStatus ts = wait_until(hard_deadline, [&] { return staging_free(staging); }, false);
+  if (ts != TransportStatus::ok) return fail(stats, ts, start, count);
+  begin_call(staging, input, output, count);
+  bounded_call_ = bounded;
+  stats.sequence = epoch_;
+
+  // Early data of this call that arrived while an earlier one ran.
   if (!early_.empty()) {
     std::vector<EarlyMessage> pending;
     pending.swap(early_);
     early_bytes_ = 0;
     for (auto& m : pending) {
-      if (m.header.epoch == epoch_)
+      if (m.header.epoch == epoch_) {
+        note_stamps(m.header);
         apply(m.header, m.payload.size(), [&m](std::span<std::byte> dst) {
           std::memcpy(dst.data(), m.payload.data(), dst.size());
           return true;
         });
-      else if (m.header.epoch > epoch_) early_.push_back(std::move(m)), early_bytes_ += early_.back().payload.size();
-      else ++rejects_.stale;
+      } else if (m.header.epoch > epoch_) {
+        early_bytes_ += m.payload.size();
+        early_.push_back(std::move(m));
+      } else {
+        ++rejects_.stale;
+      }
     }
   }
 
+  PhaseDeadlines budget;
+  budget.us.fill(std::chrono::duration<double, std::micro>(options_.timeout).count());
+  if (bounded) budget = deadlines_.deadlines(cls);
+  stats.deadline_us = bounded ? budget.us : std::array<double, kTarPhases>{};
+
+  // Scatter-reduce: send every slice, taking in what arrives after each round of slices.
+  auto handler = [this](const InboundMessage& m) { on_message(m); };
   const auto schedule = scatter_schedule(layout_, rank_);
   for (std::size_t i = 0; i < schedule.size() && ts == TransportStatus::ok; ++i) {
     const auto& s = schedule[i];
-    ts = send_chunk(s.peer, Phase::scatter_reduce, layout_.chunk(s.peer, s.chunk), s.last_slice);
-    // After every round of slices, take in what arrived so reduction overlaps sending.
+    ts = send_chunk(s.peer, Phase::scatter_reduce, layout_.chunk(s.peer, s.chunk),
+                    s.last_slice ? WireHeader::kFlagLastSlice : 0);
     if ((i + 1) % static_cast<std::size_t>(ranks_ - 1) == 0 && ts == TransportStatus::ok &&
         transport_->poll(Clock::time_point::min(), handler) == TransportStatus::error)
       ts = TransportStatus::error;
   }
+  if (ts != TransportStatus::ok) return fail(stats, ts, start, count);
 
-  while (ts != TransportStatus::error) {
+  // The reduction of each own chunk, and its all-gather, start as soon as its contributions are
+  // in; the phase closes when all are in, or at its deadline.
+  auto drain_ready = [&] {
     while (!ready_.empty()) {
       const std::uint32_t c = ready_.back();
       ready_.pop_back();
       reduce_chunk(c);
     }
-    if (call_complete()) {
-      for (int k = 1; k < ranks_ && ts == TransportStatus::ok; ++k)
-        ts = send_chunk(rotation_peer(rank_, ranks_, k), Phase::done, {0, 0}, true);
-      // A send still queued here may need this rank's progress to reach its peer (shared
-      // memory FIFOs): keep driving until every peer has our data.
-      while (ts == TransportStatus::ok && !peers_served()) {
-        if (Clock::now() >= deadline) {
-          ts = TransportStatus::timeout;
-          break;
-        }
-        if (transport_->poll(deadline, handler) == TransportStatus::error) ts = TransportStatus::error;
-      }
-      break;
+  };
+  auto phase_deadline = after_us(start, budget.us[0]);
+  drain_ready();
+  while (!own_shard_reduced()) {
+    auto deadline = std::min(phase_deadline, hard_deadline);
+    if (bounded) {
+      bool all_last = true;
+      for (int p = 0; p < ranks_; ++p)
+        if (p != rank_ && layout_.chunks_in_shard(rank_) && !last_slice_seen_[p]) all_last = false;
+      if (all_last) deadline = std::min(deadline, after_us(Clock::now(), kGraceShare * budget.us[0]));
     }
-    if (Clock::now() >= deadline) {
-      ts = TransportStatus::timeout;
-      break;
-    }
-    ts = transport_->poll(deadline, handler);
-    if (ts == TransportStatus::timeout) ts = TransportStatus::ok;  // loop re-checks the deadline
+    if (Clock::now() >= deadline) break;
+    if (transport_->poll(deadline, handler) == TransportStatus::error) return fail(stats, TransportStatus::error, start, count);
+    drain_ready();
   }
+  if (!own_shard_reduced()) {
+    if (!bounded) return fail(stats, TransportStatus::timeout, start, count);
+    close_scatter_phase();
+  }
+  stats.phase_us[0] = us_since(start);
+  const double scatter_fraction = scatter_expected_ ? double(scatter_received_) / double(scatter_expected_) : 1.0;
+
+  // All-gather: the owners' reduced chunks land in the output as they arrive.
+  const auto gather_start = Clock::now();
+  phase_deadline = after_us(gather_start, budget.us[1]);
+  while (gather_remaining_ > 0) {
+    auto deadline = std::min(phase_deadline, hard_deadline);
+    if (bounded) {
+      bool all_last = true;
+      for (int p = 0; p < ranks_; ++p)
+        if (p != rank_ && layout_.chunks_in_shard(p) && !last_slice_seen_[ranks_ + p]) all_last = false;
+      if (all_last) deadline = std::min(deadline, after_us(Clock::now(), kGraceShare * budget.us[1]));
+    }
+    if (Clock::now() >= deadline) break;
+    if (transport_->poll(deadline, handler) == TransportStatus::error) return fail(stats, TransportStatus::error, start, count);
+  }
+  if (gather_remaining_ > 0) {
+    if (!bounded) return fail(stats, TransportStatus::timeout, start, count);
+    fill_missing_gather_chunks();
+  }
+  stats.phase_us[1] = us_since(gather_start);
+  const double gather_fraction =
+      gather_expected_ ? double(gather_expected_ - gather_remaining_) / double(gather_expected_) : 1.0;
+
+  // Tell the peers we have what we need, and keep driving our own queued sends until each peer
+  // has them (a shared-memory FIFO only moves while its sender progresses). A bounded call stops
+  // at its deadline whatever is still queued.
+  for (int k = 1; k < ranks_ && ts == TransportStatus::ok; ++k)
+    ts = send_chunk(rotation_peer(rank_, ranks_, k), Phase::done, {0, 0}, WireHeader::kFlagLastSlice);
+  if (ts == TransportStatus::ok)
+    ts = wait_until(bounded ? std::min(phase_deadline, hard_deadline) : hard_deadline, [&] { return peers_served(); },
+                    bounded);
   output_ = nullptr;
   if (ts != TransportStatus::ok) return fail(stats, ts, start, count);
-  stats.latency_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  for (int p = 0; p < ranks_; ++p) staging.posted_until[p] = posted_[p];
+
+  // What this call teaches the deadlines.
+  my_estimate_us_[0] = static_cast<float>(stats.phase_us[0] / std::max(scatter_fraction, 1e-3));
+  my_estimate_us_[1] = static_cast<float>(stats.phase_us[1] / std::max(gather_fraction, 1e-3));
+  if (stats.kind == CallKind::calibration) deadlines_.record_calibration(cls, stats.phase_us);
+  if (bounded) deadlines_.record_estimate(cls, {median(stamps_[0]), median(stamps_[1])});
+
+  stats.dropped_entries = dropped_entries_;
+  stats.filled_entries = filled_entries_;
+  stats.latency_us = us_since(start);
+  if (bounded) agree_after_bounded_call(stats);
+  last_call_ = stats;
   return stats;
+}
+
+void Engine::agree_after_bounded_call(const CallStats& call) {
+  window_entries_ += call.entries;
+  window_dropped_ += call.dropped_entries;
+  if (call.filled_entries) window_filled_calls_ |= 1ull << bounded_since_agreement_;
+  if (call.entries) window_worst_call_loss_ = std::max(window_worst_call_loss_, double(call.dropped_entries) / double(call.entries));
+  if (++bounded_since_agreement_ < options_.sync_interval) return;
+
+  // Decisions that change which collective runs must come out the same on every rank, so they
+  // are taken from figures every rank has: a small all-gather over the bootstrap (the job's own
+  // MPI) every sync_interval bounded calls, at the same call on every rank.
+  struct Figures {
+    std::uint64_t entries, dropped, filled_calls;
+    double worst_call_loss;
+  } mine{window_entries_, window_dropped_, window_filled_calls_, window_worst_call_loss_};
+  auto all = bootstrap_->allgather({reinterpret_cast<const std::byte*>(&mine), sizeof mine});
+  std::uint64_t entries = 0, dropped = 0, filled = 0;
+  double worst = 0;
+  for (const auto& blob : all) {
+    Figures f{};
+    if (blob.size() == sizeof f) std::memcpy(&f, blob.data(), sizeof f);
+    entries += f.entries;
+    dropped += f.dropped;
+    filled |= f.filled_calls;
+    worst = std::max(worst, f.worst_call_loss);
+  }
+  agreed_.divergent_calls += static_cast<std::uint64_t>(std::popcount(filled));
+  const double average = entries ? double(dropped) / double(entries) : 0.0;
+  if (average > options_.loss_budget || worst > options_.loss_budget) {
+    reliable_until_ = epoch_ + options_.reliable_calls_after_overrun;
+    ++agreed_.fallbacks;
+    if (rank_ == 0)
+      OR_LOG(warn, "loss over budget %.3f (recent average %.4f, worst call %.4f): the next %u calls on this communicator run exactly",
+             options_.loss_budget, average, worst, options_.reliable_calls_after_overrun);
+  }
+  bounded_since_agreement_ = 0;
+  window_entries_ = window_dropped_ = window_filled_calls_ = 0;
+  window_worst_call_loss_ = 0;
 }
 
 CallStats Engine::fail(CallStats stats, TransportStatus ts, Clock::time_point start, std::uint64_t count) {
@@ -211,29 +391,46 @@ CallStats Engine::fail(CallStats stats, TransportStatus ts, Clock::time_point st
   stats.status = ts == TransportStatus::timeout ? CallStatus::timeout : CallStatus::transport_error;
   broken_ = true;
   OR_LOG(error,
-         "allreduce of %llu floats (call %llu) failed: %s; missing %llu gathered chunks, %u of %u own chunks "
+         "allreduce of %llu floats (call %llu, %s) failed: %s; missing %llu gathered chunks, %u of %u own chunks "
          "reduced, %llu messages rejected, early store %zu",
-         static_cast<unsigned long long>(count), static_cast<unsigned long long>(epoch_), to_string(stats.status),
-         static_cast<unsigned long long>(gather_remaining_), reduced_chunks_, layout_.chunks_in_shard(rank_),
-         static_cast<unsigned long long>(rejects_.total()), early_.size());
-  stats.latency_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+         static_cast<unsigned long long>(count), static_cast<unsigned long long>(epoch_), to_string(stats.kind),
+         to_string(stats.status), static_cast<unsigned long long>(gather_remaining_), reduced_chunks_,
+         layout_.chunks_in_shard(rank_), static_cast<unsigned long long>(rejects_.total()), early_.size());
+  stats.latency_us = us_since(start);
+  last_call_ = stats;
   return stats;
 }
 
-TransportStatus Engine::send_chunk(int peer, Phase phase, const Extent& extent, bool last_slice) {
+TransportStatus Engine::send_chunk(int peer, Phase phase, const Extent& extent, std::uint16_t flags) {
   WireHeader h;
   h.phase = phase;
-  h.flags = last_slice ? WireHeader::kFlagLastSlice : 0;
+  h.flags = flags;
   h.source = static_cast<std::uint32_t>(rank_);
   h.comm_id = comm_id_;
   h.epoch = epoch_;
   h.total = layout_.total();
   h.offset = extent.offset;
   h.length = extent.length;
-  auto& slot = headers_.at(headers_used_++);
-  encode(h, slot);
-  const auto* payload = extent.length ? reinterpret_cast<const std::byte*>(staging_.data() + extent.offset) : nullptr;
-  return transport_->send(peer, slot, {payload, extent.length * sizeof(float)});
+  h.stamp_scatter = my_estimate_us_[0];
+  h.stamp_gather = my_estimate_us_[1];
+  auto& header = current_->headers.at(headers_used_++);
+  encode(h, header);
+  const auto* payload =
+      extent.length ? reinterpret_cast<const std::byte*>(current_->data.data() + extent.offset) : nullptr;
+  const TransportStatus ts = transport_->send(peer, header, {payload, extent.length * sizeof(float)});
+  if (ts == TransportStatus::ok) ++posted_[peer];
+  return ts;
+}
+
+void Engine::note_stamps(const WireHeader& h) {
+  // One stamp per sender and phase per call, so a chatty sender does not outvote the others.
+  const float values[kTarPhases] = {h.stamp_scatter, h.stamp_gather};
+  for (std::size_t p = 0; p < kTarPhases; ++p) {
+    auto& seen = stamped_[p * ranks_ + h.source];
+    if (seen || !(values[p] > 0)) continue;
+    seen = 1;
+    stamps_[p].push_back(values[p]);
+  }
 }
 
 void Engine::on_message(const InboundMessage& message) {
@@ -256,10 +453,10 @@ void Engine::on_message(const InboundMessage& message) {
     return;
   }
   if (h.epoch > epoch_) {
-    // A peer already in the next call. In exact mode a peer can be at most one call ahead (it
-    // needs this rank's data to finish the current one); the store is bounded all the same.
+    // A peer already in a later call. In exact mode it can be at most one call ahead (it needs
+    // this rank's data to finish the current one); in bounded mode a few. Memory is bounded.
     const std::size_t budget = std::max(kMinEarlyBudget, 2 * largest_call_bytes_);
-    if (h.epoch != epoch_ + 1 || early_bytes_ + message.payload_size > budget) {
+    if (h.epoch > epoch_ + kEarlyEpochs || early_bytes_ + message.payload_size > budget) {
       ++rejects_.overflow;
       return;
     }
@@ -269,16 +466,23 @@ void Engine::on_message(const InboundMessage& message) {
     early_.push_back(std::move(early));
     return;
   }
+  note_stamps(h);
   apply(h, message.payload_size, message.receive_into);
 }
 
-void Engine::apply(const WireHeader& h, std::size_t payload_size,
-                   const std::function<bool(std::span<std::byte>)>& receive) {
+void Engine::apply(const WireHeader& h, std::size_t payload_size, const PayloadReader& receive) {
   if (h.total != layout_.total() || payload_size != static_cast<std::size_t>(h.length) * sizeof(float)) {
     ++rejects_.misplaced;
     return;
   }
   const int source = static_cast<int>(h.source);
+  const std::size_t phase = h.phase == Phase::scatter_reduce ? 0 : 1;
+  if (h.last_slice()) last_slice_seen_[phase * ranks_ + source] = 1;
+  if (bounded_call_ && options_.faults.drop > 0 &&
+      std::uniform_real_distribution<double>(0, 1)(fault_rng_) < options_.faults.drop) {
+    ++agreed_.injected_drops;
+    return;
+  }
   if (h.phase == Phase::scatter_reduce) {
     const auto c = layout_.chunk_index(rank_, h.offset, h.length);
     if (!c) {
@@ -290,10 +494,15 @@ void Engine::apply(const WireHeader& h, std::size_t payload_size,
       ++rejects_.duplicate;
       return;
     }
+    if (contributors_[*c] == static_cast<std::uint16_t>(-1)) {
+      ++rejects_.stale;  // the chunk was closed at the deadline without it
+      return;
+    }
     const int slot = source < rank_ ? source : source - 1;
     float* dst = slots_.data() + slot * slot_stride_ + (h.offset - layout_.shard_begin(rank_));
     if (!receive({reinterpret_cast<std::byte*>(dst), payload_size})) return;
     seen = 1;
+    ++scatter_received_;
     if (++contributors_[*c] == ranks_ - 1) ready_.push_back(*c);
   } else {
     const auto c = layout_.chunk_index(source, h.offset, h.length);
@@ -311,37 +520,82 @@ void Engine::apply(const WireHeader& h, std::size_t payload_size,
     if (!receive({reinterpret_cast<std::byte*>(output_ + h.offset), payload_size})) return;
     seen = 1;
     --gather_remaining_;
+    if (h.partial()) dropped_entries_ += h.length;
   }
 }
 
 void Engine::reduce_chunk(std::uint32_t chunk) {
   const Extent e = layout_.chunk(rank_, chunk);
   const std::uint64_t rel = e.offset - layout_.shard_begin(rank_);
-  float* own = staging_.data() + e.offset;
+  float* own = current_->data.data() + e.offset;
+  const int contributors = 1 + contributors_[chunk];
+  const bool partial = contributors < ranks_;
+  const std::size_t seen_base = chunk;
+  auto has = [&](int p) {
+    return p == rank_ || scatter_seen_[static_cast<std::size_t>(p) * contributors_.size() + seen_base];
+  };
   // Sum by source rank, never by arrival order, so results do not change from run to run.
+  // A chunk held from k of N contributors is scaled by N/k: unbiased for the sum.
+  const float scale = partial ? static_cast<float>(ranks_) / static_cast<float>(contributors) : 1.0f;
   constexpr std::uint32_t kBlock = 1024;
   float acc[kBlock];
   for (std::uint32_t b = 0; b < e.length; b += kBlock) {
     const std::uint32_t n = std::min(kBlock, e.length - b);
+    bool first = true;
     for (int p = 0; p < ranks_; ++p) {
+      if (!has(p)) continue;
       const float* src = p == rank_ ? own + b : slots_.data() + (p < rank_ ? p : p - 1) * slot_stride_ + rel + b;
-      if (p == 0) std::memcpy(acc, src, n * sizeof(float));
+      if (first) std::memcpy(acc, src, n * sizeof(float));
       else
         for (std::uint32_t i = 0; i < n; ++i) acc[i] += src[i];
+      first = false;
     }
+    if (partial)
+      for (std::uint32_t i = 0; i < n; ++i) acc[i] *= scale;
     std::memcpy(own + b, acc, n * sizeof(float));
   }
   std::memcpy(output_ + e.offset, own, e.length * sizeof(float));
+  if (partial) dropped_entries_ += e.length;
+  contributors_[chunk] = static_cast<std::uint16_t>(-1);  // closed: later contributions are stale
   ++reduced_chunks_;
+  // Chunks are reduced in the order their contributions complete, so "last" is the last one
+  // reduced, not the highest index.
+  std::uint16_t flags = own_shard_reduced() ? WireHeader::kFlagLastSlice : 0;
+  if (partial) flags |= WireHeader::kFlagPartial;
   for (int k = 1; k < ranks_; ++k) {
     const int peer = rotation_peer(rank_, ranks_, k);
-    if (send_chunk(peer, Phase::all_gather, e, chunk + 1 == layout_.chunks_in_shard(rank_)) == TransportStatus::error)
+    if (send_chunk(peer, Phase::all_gather, e, flags) == TransportStatus::error)
       OR_LOG(warn, "all-gather send to rank %d failed", peer);
   }
 }
 
-bool Engine::call_complete() const {
-  return reduced_chunks_ == layout_.chunks_in_shard(rank_) && gather_remaining_ == 0;
+void Engine::close_scatter_phase() {
+  // Deadline: reduce every own chunk with what it has.
+  for (std::uint32_t c = 0; c < layout_.chunks_in_shard(rank_); ++c)
+    if (contributors_[c] != static_cast<std::uint16_t>(-1)) reduce_chunk(c);
+  ready_.clear();
+}
+
+void Engine::fill_missing_gather_chunks() {
+  for (int p = 0; p < ranks_; ++p) {
+    if (p == rank_) continue;
+    for (std::uint32_t c = 0; c < layout_.chunks_in_shard(p); ++c) {
+      if (gather_seen_[static_cast<std::size_t>(p) * layout_.max_chunks() + c]) continue;
+      const Extent e = layout_.chunk(p, c);
+      float* dst = output_ + e.offset;
+      if (options_.fill == FillPolicy::zero) {
+        std::memset(dst, 0, e.length * sizeof(float));
+      } else {
+        // This rank's own contribution times N: an unbiased guess of the sum.
+        const float* own = current_->data.data() + e.offset;
+        const auto n = static_cast<float>(ranks_);
+        for (std::uint32_t i = 0; i < e.length; ++i) dst[i] = own[i] * n;
+      }
+      dropped_entries_ += e.length;
+      filled_entries_ += e.length;
+    }
+  }
+  gather_remaining_ = 0;
 }
 
 bool Engine::peers_served() const {

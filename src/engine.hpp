@@ -1,61 +1,101 @@
-// One engine per communicator: its ranks, its transport, its buffers. One operation: reduce a
-// float buffer (sum) with the Transpose AllReduce. It knows nothing of MPI.
+// One engine per communicator: its ranks, its transport, its buffers, its deadlines. One
+// operation: reduce a float buffer (sum) with the Transpose AllReduce, exactly or within a
+// deadline. It knows nothing of MPI.
 #pragma once
 
 #include <array>
 #include <chrono>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "bootstrap.hpp"
+#include "deadline_controller.hpp"
 #include "optireduce/transport.hpp"
 #include "shard_layout.hpp"
 #include "wire_header.hpp"
 
 namespace optireduce {
 
+// What a rank writes for an all-gather chunk that never arrived.
+enum class FillPolicy { zero, local };
+
+// Test and benchmark faults; they act on bounded calls only (exact calls are exact by definition).
+struct FaultOptions {
+  double drop = 0;              // probability that a received chunk is discarded
+  int delay_rank = -1;          // this rank enters bounded calls late...
+  double delay_ms = 0;          // ...by this much...
+  double delay_probability = 0; // ...with this probability per call
+  std::uint64_t seed = 1;
+};
+
 struct EngineOptions {
   std::uint32_t chunk_elems = 65536;
   std::chrono::milliseconds timeout{60000};  // hard cap on one call, and on connecting
+  unsigned calibration_calls = 20;           // exact calls per size class before deadlines apply
+  double loss_budget = 0.10;                 // beyond it: the next calls run exactly for a while
+  unsigned reliable_calls_after_overrun = 50;
+  unsigned sync_interval = 8;                // bounded calls between two agreement rounds
+  FillPolicy fill = FillPolicy::zero;
+  FaultOptions faults;
 };
 
 enum class CallStatus { ok, timeout, transport_error, broken };
 const char* to_string(CallStatus s);
 
+// Why a call ran the way it did.
+enum class CallKind { exact, calibration, bounded, fallback };
+const char* to_string(CallKind k);
+
 struct CallStats {
   CallStatus status = CallStatus::ok;
+  CallKind kind = CallKind::exact;
+  std::uint64_t sequence = 0;         // call number on this communicator, from 1
   std::uint64_t entries = 0;          // result entries
-  std::uint64_t dropped_entries = 0;  // entries that lacked a contribution (0 when exact)
+  std::uint64_t dropped_entries = 0;  // entries that lacked a contribution or arrived nowhere
+  std::uint64_t filled_entries = 0;   // of those, all-gather entries this rank had to fill in
   double latency_us = 0;
+  std::array<double, kTarPhases> deadline_us{};  // budget of each phase (0 for exact calls)
+  std::array<double, kTarPhases> phase_us{};     // time each phase took
 };
 
 // Messages the engine refused, by reason. Never trusted, always counted.
 struct RejectCounts {
   std::uint64_t malformed = 0;   // header failed to decode
   std::uint64_t foreign = 0;     // other communicator or job, or an impossible source rank
-  std::uint64_t stale = 0;       // a call that is already over
+  std::uint64_t stale = 0;       // a call that is already over, or a chunk already closed
   std::uint64_t misplaced = 0;   // extent or payload length not a chunk this rank expects
   std::uint64_t duplicate = 0;   // a chunk that was already received
   std::uint64_t overflow = 0;    // early data beyond the bounded early store
   std::uint64_t total() const { return malformed + foreign + stale + misplaced + duplicate + overflow; }
 };
 
+// What every rank agreed on at the agreement rounds.
+struct AgreedCounts {
+  std::uint64_t divergent_calls = 0;  // calls where some rank filled all-gather chunks
+  std::uint64_t fallbacks = 0;        // times the loss budget sent the communicator to exact
+  std::uint64_t injected_drops = 0;   // chunks discarded by OPTIREDUCE_FAULT_DROP (this rank)
+};
+
 class Engine {
  public:
   // Collective over the bootstrap's ranks. `transport` is null when this rank could not create
-  // one; then, as on any failure of any rank, every rank gets nullptr and `error` says why.
+  // one; then, as on any failure of any rank, every rank gets nullptr and `error` says why. The
+  // engine keeps the bootstrap for its agreement rounds.
   static std::unique_ptr<Engine> create(int rank, int ranks, std::unique_ptr<Transport> transport,
-                                        Bootstrap& bootstrap, const EngineOptions& options, std::string& error);
+                                        std::unique_ptr<Bootstrap> bootstrap, const EngineOptions& options,
+                                        std::string& error);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
   // output[i] = sum over ranks of input[i]. input may equal output (in place). Reads input and
-  // writes output only while the call runs.
-  CallStats allreduce_sum(const float* input, float* output, std::uint64_t count);
+  // writes output only while the call runs. `bounded` allows deadlines (once calibrated and
+  // unless the loss budget says otherwise); every rank must pass the same value.
+  CallStats allreduce_sum(const float* input, float* output, std::uint64_t count, bool bounded = false);
 
   int rank() const { return rank_; }
   int ranks() const { return ranks_; }
@@ -64,59 +104,96 @@ class Engine {
   std::size_t buffer_bytes() const;
   std::size_t largest_call_bytes() const { return largest_call_bytes_; }
   const RejectCounts& rejects() const { return rejects_; }
+  const AgreedCounts& agreed() const { return agreed_; }
+  const CallStats& last_call() const { return last_call_; }
   const Transport& transport() const { return *transport_; }
 
  private:
-  Engine(int rank, int ranks, std::uint64_t comm_id, std::unique_ptr<Transport> transport, const EngineOptions& options);
+  Engine(int rank, int ranks, std::uint64_t comm_id, std::unique_ptr<Transport> transport,
+         std::unique_ptr<Bootstrap> bootstrap, const EngineOptions& options);
 
   struct EarlyMessage {
     WireHeader header;
     std::vector<std::byte> payload;
   };
+  // Staging memory of one call: its input (then its reduced shard) and the headers of its sends.
+  // Sends may outlive a bounded call, so two alternate; one is reused only once every send that
+  // read it has completed.
+  struct Staging {
+    std::vector<float> data;
+    std::vector<std::array<std::byte, WireHeader::kEncodedSize>> headers;
+    std::vector<std::uint64_t> posted_until;  // per peer: the send count once its call posted
+  };
+  using PayloadReader = std::function<bool(std::span<std::byte>)>;
 
-  void begin_call(const float* input, float* output, std::uint64_t count);
+  CallKind choose_kind(unsigned cls) const;
+  bool staging_free(const Staging& s) const;
+  TransportStatus wait_until(Clock::time_point deadline, const std::function<bool()>& done, bool give_up_quietly);
+  void begin_call(Staging& staging, const float* input, float* output, std::uint64_t count);
   void on_message(const InboundMessage& message);
-  // Places a validated current-call message; `receive` writes its payload where asked.
-  void apply(const WireHeader& h, std::size_t payload_size, const std::function<bool(std::span<std::byte>)>& receive);
+  void apply(const WireHeader& h, std::size_t payload_size, const PayloadReader& receive);
+  void note_stamps(const WireHeader& h);
   void reduce_chunk(std::uint32_t chunk);
-  TransportStatus send_chunk(int peer, Phase phase, const Extent& extent, bool last_slice);
-  bool call_complete() const;
-  // Marks the engine broken (its peers can no longer be trusted to agree) and logs why.
-  CallStats fail(CallStats stats, TransportStatus ts, Clock::time_point start, std::uint64_t count);
-  bool sends_drained() const;
-  // True when no peer still needs this rank to drive its queued sends: each one either has
-  // completed or the peer said it has everything.
+  void close_scatter_phase();
+  void fill_missing_gather_chunks();
+  TransportStatus send_chunk(int peer, Phase phase, const Extent& extent, std::uint16_t flags);
+  bool own_shard_reduced() const { return reduced_chunks_ == layout_.chunks_in_shard(rank_); }
   bool peers_served() const;
+  bool sends_drained() const;
+  void agree_after_bounded_call(const CallStats& call);
+  CallStats fail(CallStats stats, TransportStatus ts, Clock::time_point start, std::uint64_t count);
 
   const int rank_;
   const int ranks_;
   const std::uint64_t comm_id_;
   std::unique_ptr<Transport> transport_;
+  std::unique_ptr<Bootstrap> bootstrap_;
   const EngineOptions options_;
+  DeadlineController deadlines_;
   bool broken_ = false;
 
   std::uint64_t epoch_ = 0;
   std::size_t largest_call_bytes_ = 0;
 
-  // Reused across calls. staging_: this rank's input, then its reduced shard; slots_: the
-  // contributions of the other ranks to this rank's shard, one stride per peer.
-  std::vector<float> staging_;
-  std::vector<float> slots_;
-  std::vector<std::array<std::byte, WireHeader::kEncodedSize>> headers_;
-  std::size_t headers_used_ = 0;
+  std::array<Staging, 2> staging_;
+  Staging* current_ = nullptr;
+  std::size_t headers_used_ = 0;  // header slots of current_ handed out this call
+  std::vector<float> slots_;  // other ranks' contributions to this rank's shard, one stride each
+  std::vector<std::uint64_t> posted_;  // per peer: sends posted so far
 
   // State of the call in progress.
   ShardLayout layout_;
+  bool bounded_call_ = false;
   float* output_ = nullptr;
   std::uint64_t slot_stride_ = 0;
   std::vector<std::uint16_t> contributors_;         // per chunk of the own shard
   std::vector<std::uint8_t> scatter_seen_;          // [source][chunk of own shard]
   std::vector<std::uint8_t> gather_seen_;           // [owner][chunk], stride max_chunks
+  std::vector<std::uint8_t> last_slice_seen_;       // [phase][source]
+  std::vector<std::uint8_t> done_from_;             // peers that said they have all our data
   std::vector<std::uint32_t> ready_;                // own chunks with every contribution
   std::uint32_t reduced_chunks_ = 0;
+  std::uint64_t scatter_received_ = 0;              // chunks received in each phase
+  std::uint64_t scatter_expected_ = 0;
   std::uint64_t gather_remaining_ = 0;
-  std::vector<std::uint8_t> done_from_;             // peers that said they have all our data
+  std::uint64_t gather_expected_ = 0;
+  std::uint64_t dropped_entries_ = 0;
+  std::uint64_t filled_entries_ = 0;
+  std::array<std::vector<float>, kTarPhases> stamps_;  // first stamp of each sender this call
+  std::vector<std::uint8_t> stamped_;                  // [phase][source]
 
+  // This rank's latest phase estimates (stamped into its messages).
+  std::array<float, kTarPhases> my_estimate_us_{};
+
+  // Agreement: what every rank reported at the last rounds.
+  std::uint64_t reliable_until_ = 0;   // calls up to this sequence number run exactly
+  unsigned bounded_since_agreement_ = 0;
+  std::uint64_t window_entries_ = 0, window_dropped_ = 0, window_filled_calls_ = 0;
+  double window_worst_call_loss_ = 0;
+  AgreedCounts agreed_;
+  CallStats last_call_;
+
+  std::mt19937_64 fault_rng_;
   std::vector<EarlyMessage> early_;
   std::size_t early_bytes_ = 0;
   RejectCounts rejects_;

@@ -45,6 +45,11 @@ std::string render_rank(const RankReport& r) {
     << ", \"entries_dropped\": " << s.entries_dropped << ", \"dropped_fraction\": " << number(s.dropped_fraction())
     << ", \"latency_us\": {\"p50\": " << number(s.latency_us.p50) << ", \"p99\": " << number(s.latency_us.p99)
     << ", \"max\": " << number(s.latency_us.max) << "}"
+    << ", \"bounded_calls\": " << s.bounded_calls << ", \"fallback_calls\": " << s.fallback_calls
+    << ", \"deadline_us\": {\"p50\": " << number(s.deadline_us.p50) << ", \"p99\": " << number(s.deadline_us.p99)
+    << ", \"max\": " << number(s.deadline_us.max) << "}"
+    << ", \"divergent_calls\": " << r.divergent_calls << ", \"fallbacks\": " << r.fallbacks
+    << ", \"injected_drops\": " << r.injected_drops
     << ", \"engines_created\": " << s.engines_created << ", \"engine_failures\": " << s.engine_failures
     << ", \"rejected_messages\": " << r.rejected_messages << ", \"transports\": \"" << json_escape(r.transports) << "\""
     << ", \"engine_buffer_bytes\": " << r.engine_buffer_bytes << ", \"largest_call_bytes\": " << r.largest_call_bytes
@@ -59,7 +64,10 @@ std::string render_report(const Config& config, const std::vector<std::string>& 
   o << "{\n  \"library\": \"optireduce\",\n  \"version\": \"" << OPTIREDUCE_VERSION_MAJOR << '.' << OPTIREDUCE_VERSION_MINOR
     << '.' << OPTIREDUCE_VERSION_PATCH << "\",\n  \"config\": {\"mode\": \"" << to_string(config.mode)
     << "\", \"transport\": \"" << to_string(config.transport) << "\", \"min_bytes\": " << config.min_bytes
-    << ", \"chunk_bytes\": " << config.chunk_bytes << ", \"timeout_ms\": " << config.timeout_ms << "},\n  \"ranks\": [\n";
+    << ", \"chunk_bytes\": " << config.chunk_bytes << ", \"timeout_ms\": " << config.timeout_ms
+    << ", \"loss_budget\": " << number(config.loss_budget) << ", \"fill\": \"" << (config.fill_local ? "local" : "zero")
+    << "\", \"calibration_calls\": " << config.calibration_calls << ", \"fault_drop\": " << number(config.fault_drop)
+    << "},\n  \"ranks\": [\n";
   for (std::size_t i = 0; i < rank_objects.size(); ++i)
     o << "    " << rank_objects[i] << (i + 1 < rank_objects.size() ? ",\n" : "\n");
   o << "  ]\n}\n";

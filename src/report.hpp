@@ -19,6 +19,9 @@ struct RankReport {
   std::size_t engine_buffer_bytes = 0;  // peak over the engines of this rank
   std::size_t largest_call_bytes = 0;
   unsigned long long rejected_messages = 0;
+  unsigned long long divergent_calls = 0;  // agreed by all ranks of each communicator
+  unsigned long long fallbacks = 0;
+  unsigned long long injected_drops = 0;
 };
 
 std::string render_rank(const RankReport& r);

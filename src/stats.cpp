@@ -25,14 +25,24 @@ void ProcessStats::record_intercepted(const CallRecord& call) {
   totals_.entries_reduced += call.entries;
   totals_.entries_dropped += call.dropped_entries;
   latency_max_ = std::max(latency_max_, call.latency_us);
-  ++latency_seen_;
-  if (latency_samples_.size() < kMaxSamples) {
-    latency_samples_.push_back(call.latency_us);
-  } else {
-    std::uniform_int_distribution<std::uint64_t> pick(0, latency_seen_ - 1);
-    const std::uint64_t slot = pick(reservoir_rng_);
-    if (slot < kMaxSamples) latency_samples_[slot] = call.latency_us;
+  sample(latency_samples_, latency_seen_, call.latency_us);
+  if (call.bounded) {
+    ++totals_.bounded_calls;
+    deadline_max_ = std::max(deadline_max_, call.deadline_us);
+    sample(deadline_samples_, deadline_seen_, call.deadline_us);
   }
+  if (call.fallback) ++totals_.fallback_calls;
+}
+
+void ProcessStats::sample(std::vector<double>& samples, std::uint64_t& seen, double value) {
+  ++seen;
+  if (samples.size() < kMaxSamples) {
+    samples.push_back(value);
+    return;
+  }
+  std::uniform_int_distribution<std::uint64_t> pick(0, seen - 1);
+  const std::uint64_t slot = pick(reservoir_rng_);
+  if (slot < kMaxSamples) samples[slot] = value;
 }
 
 void ProcessStats::record_passthrough() {
@@ -54,6 +64,7 @@ StatsSnapshot ProcessStats::snapshot() const {
   std::lock_guard lock(mutex_);
   StatsSnapshot s = totals_;
   s.latency_us = {percentile(latency_samples_, 0.50), percentile(latency_samples_, 0.99), latency_max_};
+  s.deadline_us = {percentile(deadline_samples_, 0.50), percentile(deadline_samples_, 0.99), deadline_max_};
   return s;
 }
 
@@ -63,6 +74,9 @@ void ProcessStats::reset() {
   latency_samples_.clear();
   latency_max_ = 0;
   latency_seen_ = 0;
+  deadline_samples_.clear();
+  deadline_max_ = 0;
+  deadline_seen_ = 0;
 }
 
 }  // namespace optireduce

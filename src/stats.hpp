@@ -14,6 +14,9 @@ struct CallRecord {
   std::uint64_t entries = 0;
   std::uint64_t dropped_entries = 0;
   double latency_us = 0;
+  bool bounded = false;      // ran under deadlines
+  bool fallback = false;     // ran exactly because the loss budget was exceeded
+  double deadline_us = 0;    // total budget of a bounded call
 };
 
 struct LatencySummary {
@@ -28,7 +31,10 @@ struct StatsSnapshot {
   std::uint64_t entries_dropped = 0;
   std::uint64_t engines_created = 0;
   std::uint64_t engine_failures = 0;
+  std::uint64_t bounded_calls = 0;
+  std::uint64_t fallback_calls = 0;
   LatencySummary latency_us;
+  LatencySummary deadline_us;  // over bounded calls
   double dropped_fraction() const {
     return entries_reduced ? static_cast<double>(entries_dropped) / static_cast<double>(entries_reduced) : 0.0;
   }
@@ -49,6 +55,9 @@ class ProcessStats {
   void reset();
 
  private:
+  // Keeps `samples` a uniform sample of everything offered (reservoir), at most kMaxSamples.
+  void sample(std::vector<double>& samples, std::uint64_t& seen, double value);
+
   // Latency samples are kept exactly up to this many, then by reservoir sampling, so memory stays
   // flat however long the job runs.
   static constexpr std::size_t kMaxSamples = 1u << 16;
@@ -56,6 +65,9 @@ class ProcessStats {
   mutable std::mutex mutex_;
   StatsSnapshot totals_;
   std::vector<double> latency_samples_;
+  std::vector<double> deadline_samples_;
+  double deadline_max_ = 0;
+  std::uint64_t deadline_seen_ = 0;
   double latency_max_ = 0;
   std::uint64_t latency_seen_ = 0;
   std::mt19937_64 reservoir_rng_{0x0b71};

@@ -4,9 +4,9 @@
 
 namespace optireduce {
 
-std::unique_ptr<Transport> make_transport(TransportKind kind, std::size_t message_bytes, std::string& error) {
+std::unique_ptr<Transport> make_transport(TransportKind kind, std::string& error) {
   switch (kind) {
-    case TransportKind::ucx: return make_ucx_transport(message_bytes, error);
+    case TransportKind::ucx: return make_ucx_transport(error);
   }
   error = "unknown transport";
   return nullptr;

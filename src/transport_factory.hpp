@@ -9,7 +9,6 @@
 
 namespace optireduce {
 
-// `message_bytes`: the largest payload the engine will send in one message.
-std::unique_ptr<Transport> make_transport(TransportKind kind, std::size_t message_bytes, std::string& error);
+std::unique_ptr<Transport> make_transport(TransportKind kind, std::string& error);
 
 }  // namespace optireduce

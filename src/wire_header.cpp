@@ -32,10 +32,11 @@ void encode(const WireHeader& h, std::span<std::byte, WireHeader::kEncodedSize> 
   put<std::uint64_t>(p, h.epoch);
   put<std::uint64_t>(p, h.total);
   put<std::uint64_t>(p, h.offset);
-  std::uint32_t stamp_bits;
-  std::memcpy(&stamp_bits, &h.stamp, sizeof stamp_bits);
-  put<std::uint32_t>(p, stamp_bits);
-  put<std::uint32_t>(p, 0);  // reserved
+  for (float stamp : {h.stamp_scatter, h.stamp_gather}) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &stamp, sizeof bits);
+    put<std::uint32_t>(p, bits);
+  }
 }
 
 DecodeError decode(std::span<const std::byte> in, WireHeader& h) {
@@ -54,8 +55,10 @@ DecodeError decode(std::span<const std::byte> in, WireHeader& h) {
   h.epoch = get<std::uint64_t>(p);
   h.total = get<std::uint64_t>(p);
   h.offset = get<std::uint64_t>(p);
-  std::uint32_t stamp_bits = get<std::uint32_t>(p);
-  std::memcpy(&h.stamp, &stamp_bits, sizeof stamp_bits);
+  for (float* stamp : {&h.stamp_scatter, &h.stamp_gather}) {
+    const std::uint32_t bits = get<std::uint32_t>(p);
+    std::memcpy(stamp, &bits, sizeof bits);
+  }
   if (h.offset > h.total || h.length > h.total - h.offset) return DecodeError::bad_extent;
   return DecodeError::none;
 }

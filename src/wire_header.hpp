@@ -17,6 +17,8 @@ struct WireHeader {
   static constexpr std::uint8_t kVersion = 1;
   static constexpr std::size_t kEncodedSize = 56;
   static constexpr std::uint16_t kFlagLastSlice = 1u << 0;
+  // All-gather chunk its owner reduced without every contribution (scaled up): inexact.
+  static constexpr std::uint16_t kFlagPartial = 1u << 1;
 
   Phase phase = Phase::scatter_reduce;
   std::uint16_t flags = 0;
@@ -26,9 +28,13 @@ struct WireHeader {
   std::uint64_t total = 0;         // element count of the call
   std::uint64_t offset = 0;        // first element carried, in the whole buffer
   std::uint32_t length = 0;        // elements carried
-  float stamp = 0.0f;              // sender's time estimate (bounded mode), microseconds
+  // The sender's latest estimate of how long each phase needs to receive everything
+  // (elapsed / fraction received), microseconds; 0 when it has none. Drives adaptive deadlines.
+  float stamp_scatter = 0.0f;
+  float stamp_gather = 0.0f;
 
   bool last_slice() const { return flags & kFlagLastSlice; }
+  bool partial() const { return flags & kFlagPartial; }
 };
 
 void encode(const WireHeader& h, std::span<std::byte, WireHeader::kEncodedSize> out);

@@ -23,8 +23,6 @@ constexpr const char* kEnvPrefix = "OPTIREDUCE";
 // Spin on progress this long before blocking on the event fd: a message in flight usually lands
 // within it, and blocking costs a system call and a wake-up.
 constexpr auto kSpinBeforeBlock = std::chrono::microseconds(50);
-// Room for UCX's own headers and ours in a segment that carries one chunk.
-constexpr std::size_t kSegmentHeadroom = 4096;
 // A rendezvous fetch is one transfer from a peer that is alive and in the call; this bounds it.
 constexpr auto kFetchTimeout = std::chrono::seconds(10);
 // Longest single block, so transports without wake-up events still get progressed.
@@ -34,7 +32,7 @@ class UcxTransport final : public Transport {
  public:
   ~UcxTransport() override;
 
-  bool start(std::size_t message_bytes, std::string& error);
+  bool start(std::string& error);
   std::vector<std::byte> local_address() const override { return address_; }
   TransportStatus connect(int self_rank, const std::vector<std::vector<std::byte>>& peers,
                           Clock::time_point deadline) override;
@@ -118,20 +116,12 @@ UcxTransport::~UcxTransport() {
   if (context_) ucp_cleanup(context_);
 }
 
-bool UcxTransport::start(std::size_t message_bytes, std::string& error) {
+bool UcxTransport::start(std::string& error) {
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(kEnvPrefix, nullptr, &config);
   if (st != UCS_OK) {
     error = std::string("ucp_config_read: ") + ucs_status_string(st);
     return false;
-  }
-  // One chunk, one fragment: a message that fits a segment is delivered in place, without UCX
-  // reassembling fragments into another buffer first. Settings the user made win.
-  const std::string segment = std::to_string(message_bytes + kSegmentHeadroom);
-  for (const char* name : {"TCP_TX_SEG_SIZE", "TCP_RX_SEG_SIZE", "SYSV_SEG_SIZE", "POSIX_SEG_SIZE"}) {
-    if (std::getenv((std::string("UCX_") + name).c_str()) || std::getenv((std::string("OPTIREDUCE_UCX_") + name).c_str()))
-      continue;
-    if (ucp_config_modify(config, name, segment.c_str()) != UCS_OK) OR_LOG(debug, "UCX does not know %s", name);
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
@@ -292,7 +282,7 @@ TransportStatus UcxTransport::post(int peer, unsigned am_id, std::span<const std
   param.cb.send = &UcxTransport::on_send_done;
   param.user_data = &send_contexts_[peer];
   // Eager: the sender pushes, no per-message handshake that needs both sides scheduled (4 ranks
-  // on 2 cores make every round trip expensive); segments are sized to carry a chunk whole.
+  // on 2 cores make every round trip expensive).
   param.flags = UCP_AM_SEND_FLAG_EAGER;
   void* req = ucp_am_send_nbx(endpoints_[peer], am_id, header.data(), header.size(), payload.data(), payload.size(), &param);
   if (req == nullptr) return TransportStatus::ok;
@@ -408,9 +398,9 @@ std::string UcxTransport::chosen_transports() const {
 
 }  // namespace
 
-std::unique_ptr<Transport> make_ucx_transport(std::size_t message_bytes, std::string& error) {
+std::unique_ptr<Transport> make_ucx_transport(std::string& error) {
   auto t = std::make_unique<UcxTransport>();
-  if (!t->start(message_bytes, error)) return nullptr;
+  if (!t->start(error)) return nullptr;
   return t;
 }
 

@@ -11,9 +11,7 @@ namespace optireduce {
 
 // Creates a UCP context and worker reading UCX settings under the OPTIREDUCE prefix (UCX applies
 // UCX_* first, then OPTIREDUCE_UCX_*). Returns null and sets `error` when UCX cannot start.
-// `message_bytes`: the largest payload the engine will send; UCX's segment sizes are raised to
-// carry it in one fragment (unless the user set them).
-std::unique_ptr<Transport> make_ucx_transport(std::size_t message_bytes, std::string& error);
+std::unique_ptr<Transport> make_ucx_transport(std::string& error);
 
 // UCX transports this host offers (for optireduce-info), one "transport/device" per entry.
 std::vector<std::string> ucx_available_transports();

@@ -30,10 +30,47 @@ typedef struct optireduce_process_stats {
   double dropped_fraction;     /* entries_dropped / entries_reduced, 0 when nothing reduced */
   uint64_t engines_created;    /* communicators that got an engine */
   uint64_t engine_failures;    /* communicators where engine creation failed (they fall back) */
+  uint64_t bounded_calls;      /* intercepted calls that ran under deadlines */
+  uint64_t fallback_calls;     /* intercepted calls that ran exactly because of the loss budget */
 } optireduce_process_stats;
 
 /* Fills *out. Returns 0, or -1 when out is NULL. Safe to call from any thread at any time. */
 int optireduce_get_process_stats(optireduce_process_stats *out);
+
+/* What happened in the last engine call on a communicator. */
+enum optireduce_call_kind {
+  OPTIREDUCE_CALL_EXACT = 0,       /* exact by configuration (reliable mode) */
+  OPTIREDUCE_CALL_CALIBRATION = 1, /* exact while the deadlines calibrate */
+  OPTIREDUCE_CALL_BOUNDED = 2,     /* under deadlines */
+  OPTIREDUCE_CALL_FALLBACK = 3     /* exact because recent calls lost more than the budget */
+};
+
+typedef struct optireduce_call_stats {
+  uint64_t sequence;          /* call number on the communicator, from 1; 0: no call yet */
+  uint64_t entries;
+  uint64_t dropped_entries;   /* lacked a contribution or arrived nowhere */
+  uint64_t filled_entries;    /* of those, all-gather entries this rank filled in */
+  double dropped_fraction;
+  double latency_us;
+  double deadline_us[2];      /* scatter-reduce, all-gather budgets (0 for exact calls) */
+  double phase_us[2];         /* what each phase took */
+  int kind;                   /* enum optireduce_call_kind */
+  int ok;                     /* 1 when the call succeeded */
+  uint64_t divergent_calls;   /* so far on this communicator, agreed by all ranks */
+  uint64_t fallbacks;         /* times the loss budget sent it to exact calls */
+} optireduce_call_stats;
+
+/* By Fortran handle (MPI_Comm_c2f; mpi4py: comm.py2f()), so it works without mpi.h, e.g. from
+ * ctypes. Return 0, or -1 when out is NULL or the library is not initialised. */
+int optireduce_comm_last_call_f(int fortran_comm, optireduce_call_stats *out);
+/* Collective over the communicator, like MPI_Comm_set_info(comm, {"optireduce_mode": mode}):
+ * "bounded", "reliable" or "off". Returns MPI_SUCCESS (0) or an MPI error class. */
+int optireduce_comm_set_mode_f(int fortran_comm, const char *mode);
+
+#ifdef MPI_VERSION /* include mpi.h first to get the MPI_Comm forms */
+int optireduce_comm_last_call(MPI_Comm comm, optireduce_call_stats *out);
+int optireduce_comm_set_mode(MPI_Comm comm, const char *mode);
+#endif
 
 #ifdef __cplusplus
 }

@@ -29,12 +29,12 @@ Job make_job(int ranks, std::uint32_t chunk_elems) {
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] {
-      InProcBootstrap bootstrap(job.fabric, r);
       EngineOptions options;
       options.chunk_elems = chunk_elems;
       options.timeout = std::chrono::milliseconds(10000);
       std::string error;
-      job.engines[r] = Engine::create(r, ranks, std::make_unique<InProcTransport>(job.fabric, r), bootstrap, options, error);
+      job.engines[r] = Engine::create(r, ranks, std::make_unique<InProcTransport>(job.fabric, r),
+                                      std::make_unique<InProcBootstrap>(job.fabric, r), options, error);
     });
   for (auto& t : threads) t.join();
   return job;
@@ -176,9 +176,9 @@ TEST(Engine, CreationFailsOnEveryRankWhenOneRankHasNoTransport) {
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] {
-      InProcBootstrap bootstrap(fabric, r);
       auto transport = r == 1 ? nullptr : std::make_unique<InProcTransport>(fabric, r);
-      engines[r] = Engine::create(r, ranks, std::move(transport), bootstrap, {}, errors[r]);
+      engines[r] = Engine::create(r, ranks, std::move(transport), std::make_unique<InProcBootstrap>(fabric, r), {},
+                                  errors[r]);
     });
   for (auto& t : threads) t.join();
   for (int r = 0; r < ranks; ++r) {

@@ -18,7 +18,8 @@ WireHeader sample() {
   h.total = 1ull << 33;
   h.offset = (1ull << 33) - 100;
   h.length = 100;
-  h.stamp = 1234.5f;
+  h.stamp_scatter = 1234.5f;
+  h.stamp_gather = 99.25f;
   return h;
 }
 
@@ -36,7 +37,8 @@ TEST(WireHeader, RoundTrip) {
   EXPECT_EQ(d.total, s.total);
   EXPECT_EQ(d.offset, s.offset);
   EXPECT_EQ(d.length, s.length);
-  EXPECT_EQ(d.stamp, s.stamp);
+  EXPECT_EQ(d.stamp_scatter, s.stamp_scatter);
+  EXPECT_EQ(d.stamp_gather, s.stamp_gather);
 }
 
 TEST(WireHeader, LittleEndianOnTheWire) {
