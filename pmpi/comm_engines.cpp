@@ -43,6 +43,8 @@ EngineOptions engine_options(const Config& config) {
   o.calibration_calls = config.calibration_calls;
   o.loss_budget = config.loss_budget;
   o.fill = config.fill_local ? FillPolicy::local : FillPolicy::zero;
+  o.hadamard = config.hadamard == 0 ? HadamardMode::off : config.hadamard == 1 ? HadamardMode::on : HadamardMode::automatic;
+  o.hadamard_block_log2 = config.hadamard_block_log2;
   o.faults.drop = config.fault_drop;
   o.faults.delay_rank = config.fault_delay_rank;
   o.faults.delay_ms = config.fault_delay_ms;

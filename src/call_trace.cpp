@@ -23,18 +23,18 @@ void CallTrace::close() {
 
 const char* CallTrace::header() {
   return "rank sequence entries kind status deadline_scatter_us deadline_gather_us scatter_us gather_us latency_us "
-         "dropped_entries filled_entries";
+         "dropped_entries filled_entries transformed";
 }
 
 void CallTrace::write(int rank, const CallStats& c) {
   if (fd_ < 0) return;
   char line[320];
-  const int n = std::snprintf(line, sizeof line, "%d %llu %llu %s %s %.1f %.1f %.1f %.1f %.1f %llu %llu\n", rank,
+  const int n = std::snprintf(line, sizeof line, "%d %llu %llu %s %s %.1f %.1f %.1f %.1f %.1f %llu %llu %d\n", rank,
                               static_cast<unsigned long long>(c.sequence), static_cast<unsigned long long>(c.entries),
                               to_string(c.kind), to_string(c.status), c.deadline_us[0], c.deadline_us[1],
                               c.phase_us[0], c.phase_us[1], c.latency_us,
                               static_cast<unsigned long long>(c.dropped_entries),
-                              static_cast<unsigned long long>(c.filled_entries));
+                              static_cast<unsigned long long>(c.filled_entries), c.transformed ? 1 : 0);
   if (n > 0) (void)!::write(fd_, line, static_cast<std::size_t>(std::min<int>(n, sizeof line - 1)));
 }
 

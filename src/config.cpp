@@ -1,5 +1,6 @@
 #include "config.hpp"
 
+#include <bit>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -141,6 +142,24 @@ const std::vector<Parameter>& table() {
          c.fill_local = v == "local";
          return true;
        }},
+      {{"OPTIREDUCE_HADAMARD", "auto", "on, off, auto",
+        "randomized Hadamard transform of bounded calls, which turns a lost chunk into small noise "
+        "spread over many coordinates; auto: on while the communicator has recently lost data"},
+       [](Config& c, const std::string& v) {
+         if (v == "off") c.hadamard = 0;
+         else if (v == "on") c.hadamard = 1;
+         else if (v == "auto") c.hadamard = 2;
+         else return false;
+         return true;
+       }},
+      {{"OPTIREDUCE_HADAMARD_BLOCK", "4096", "a power of two from 256 to 65536",
+        "floats per Hadamard block"},
+       [](Config& c, const std::string& v) {
+         std::uint64_t n = 0;
+         if (!plain_integer(v, n) || n < 256 || n > 65536 || (n & (n - 1)) != 0) return false;
+         c.hadamard_block_log2 = static_cast<unsigned>(std::countr_zero(n));
+         return true;
+       }},
       {{"OPTIREDUCE_CALIBRATION_CALLS", "20", "1 to 100000",
         "exact calls per communicator and size class (power-of-two byte range) whose times "
         "calibrate the deadlines"},
@@ -256,7 +275,8 @@ std::string Config::agreement_text() const {
   std::ostringstream out;
   out << "mode=" << to_string(mode) << ";transport=" << to_string(transport) << ";min_bytes=" << min_bytes
       << ";chunk_bytes=" << chunk_bytes << ";timeout_ms=" << timeout_ms << ";loss_budget=" << loss_budget
-      << ";fill=" << (fill_local ? "local" : "zero") << ";calibration_calls=" << calibration_calls;
+      << ";fill=" << (fill_local ? "local" : "zero") << ";calibration_calls=" << calibration_calls
+      << ";hadamard=" << hadamard << ";hadamard_block_log2=" << hadamard_block_log2;
   return out.str();
 }
 

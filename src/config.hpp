@@ -31,6 +31,8 @@ struct Config {
   double loss_budget = 0.10;
   bool fill_local = false;  // all-gather chunks that never arrived: false = zero, true = local
   unsigned calibration_calls = 20;
+  int hadamard = 2;               // 0 off, 1 on, 2 auto
+  unsigned hadamard_block_log2 = 12;
   double fault_drop = 0;
   int fault_delay_rank = -1;
   double fault_delay_ms = 0;

@@ -1,9 +1,11 @@
 #include "engine.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <thread>
 
+#include "hadamard.hpp"
 #include "log.hpp"
 #include "stats.hpp"
 #include "tar_schedule.hpp"
@@ -162,6 +164,7 @@ TransportStatus Engine::wait_until(Clock::time_point deadline, const std::functi
 
 void Engine::begin_call(Staging& staging, const float* input, float* output, std::uint64_t count) {
   ++epoch_;
+  transformed_ = false;
   current_ = &staging;
   layout_ = ShardLayout(count, ranks_, options_.chunk_elems);
   output_ = output;
@@ -171,7 +174,6 @@ void Engine::begin_call(Staging& staging, const float* input, float* output, std
   slot_stride_ = layout_.shard_size(rank_);
   if (staging.data.size() < count) staging.data.resize(count);
   if (slots_.size() < slot_stride_ * (ranks_ - 1)) slots_.resize(slot_stride_ * (ranks_ - 1));
-  if (count) std::memcpy(staging.data.data(), input, count * sizeof(float));
 
   contributors_.assign(own_chunks, 0);
   scatter_seen_.assign(static_cast<std::size_t>(ranks_) * own_chunks, 0);
@@ -228,7 +230,24 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
   if (ts != TransportStatus::ok) return fail(stats, ts, start, count);
   begin_call(staging, input, output, count);
   bounded_call_ = bounded;
+  transformed_ = bounded && (options_.hadamard == HadamardMode::on ||
+                             (options_.hadamard == HadamardMode::automatic && hadamard_active_));
+  stats.transformed = transformed_;
   stats.sequence = epoch_;
+  // Stage the input: a plain copy, or each shard encoded on its own (so a shard can be decoded
+  // as soon as it is complete, and a lost chunk spreads over that shard's blocks).
+  if (transformed_) {
+    HadamardOptions h;
+    h.block_log2 = options_.hadamard_block_log2;
+    for (int p = 0; p < ranks_; ++p)
+      hadamard_encode(input + layout_.shard_begin(p), staging.data.data() + layout_.shard_begin(p), layout_.shard_size(p),
+                      hadamard_seed(comm_id_, epoch_, static_cast<std::uint64_t>(p)), h);
+  } else if (count) {
+    std::memcpy(staging.data.data(), input, count * sizeof(float));
+  }
+  // Deadlines and phase times count from here: encoding is this rank's own work, not the
+  // network's, and calibration calls (which never encode) must measure the same thing.
+  const auto scatter_start = Clock::now();
 
   // Early data of this call that arrived while an earlier one ran.
   if (!early_.empty()) {
@@ -278,7 +297,7 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
       reduce_chunk(c);
     }
   };
-  auto phase_deadline = after_us(start, budget.us[0]);
+  auto phase_deadline = after_us(scatter_start, budget.us[0]);
   drain_ready();
   while (!own_shard_reduced()) {
     auto deadline = std::min(phase_deadline, hard_deadline);
@@ -296,7 +315,7 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
     if (!bounded) return fail(stats, TransportStatus::timeout, start, count);
     close_scatter_phase();
   }
-  stats.phase_us[0] = us_since(start);
+  stats.phase_us[0] = us_since(scatter_start);
   const double scatter_fraction = scatter_expected_ ? double(scatter_received_) / double(scatter_expected_) : 1.0;
 
   // All-gather: the owners' reduced chunks land in the output as they arrive.
@@ -316,6 +335,13 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
   if (gather_remaining_ > 0) {
     if (!bounded) return fail(stats, TransportStatus::timeout, start, count);
     fill_missing_gather_chunks();
+  }
+  if (transformed_) {
+    HadamardOptions h;
+    h.block_log2 = options_.hadamard_block_log2;
+    for (int p = 0; p < ranks_; ++p)
+      hadamard_decode(staging.data.data() + layout_.shard_begin(p), output_ + layout_.shard_begin(p),
+                      layout_.shard_size(p), hadamard_seed(comm_id_, epoch_, static_cast<std::uint64_t>(p)), h);
   }
   stats.phase_us[1] = us_since(gather_start);
   const double gather_fraction =
@@ -374,6 +400,9 @@ void Engine::agree_after_bounded_call(const CallStats& call) {
   }
   agreed_.divergent_calls += static_cast<std::uint64_t>(std::popcount(filled));
   const double average = entries ? double(dropped) / double(entries) : 0.0;
+  // Automatic Hadamard: on for the next window while the last one lost anything anywhere, so a
+  // clean network pays nothing.
+  hadamard_active_ = dropped > 0;
   if (average > options_.loss_budget || worst > options_.loss_budget) {
     reliable_until_ = epoch_ + options_.reliable_calls_after_overrun;
     ++agreed_.fallbacks;
@@ -515,9 +544,9 @@ void Engine::apply(const WireHeader& h, std::size_t payload_size, const PayloadR
       ++rejects_.duplicate;
       return;
     }
-    // Straight into the caller's buffer: receive_into completes before it returns, so nothing
-    // can write there after this call has returned.
-    if (!receive({reinterpret_cast<std::byte*>(output_ + h.offset), payload_size})) return;
+    // Straight into place: receive_into completes before it returns, so nothing can write into
+    // the caller's buffer after this call has returned.
+    if (!receive({reinterpret_cast<std::byte*>(gather_target() + h.offset), payload_size})) return;
     seen = 1;
     --gather_remaining_;
     if (h.partial()) dropped_entries_ += h.length;
@@ -554,7 +583,7 @@ void Engine::reduce_chunk(std::uint32_t chunk) {
       for (std::uint32_t i = 0; i < n; ++i) acc[i] *= scale;
     std::memcpy(own + b, acc, n * sizeof(float));
   }
-  std::memcpy(output_ + e.offset, own, e.length * sizeof(float));
+  if (!transformed_) std::memcpy(output_ + e.offset, own, e.length * sizeof(float));
   if (partial) dropped_entries_ += e.length;
   contributors_[chunk] = static_cast<std::uint16_t>(-1);  // closed: later contributions are stale
   ++reduced_chunks_;
@@ -582,11 +611,12 @@ void Engine::fill_missing_gather_chunks() {
     for (std::uint32_t c = 0; c < layout_.chunks_in_shard(p); ++c) {
       if (gather_seen_[static_cast<std::size_t>(p) * layout_.max_chunks() + c]) continue;
       const Extent e = layout_.chunk(p, c);
-      float* dst = output_ + e.offset;
+      float* dst = gather_target() + e.offset;
       if (options_.fill == FillPolicy::zero) {
         std::memset(dst, 0, e.length * sizeof(float));
       } else {
-        // This rank's own contribution times N: an unbiased guess of the sum.
+        // This rank's own contribution times N: an unbiased guess of the sum. Staging still
+        // holds it, as nothing arrived to overwrite it.
         const float* own = current_->data.data() + e.offset;
         const auto n = static_cast<float>(ranks_);
         for (std::uint32_t i = 0; i < e.length; ++i) dst[i] = own[i] * n;

@@ -23,6 +23,9 @@ namespace optireduce {
 // What a rank writes for an all-gather chunk that never arrived.
 enum class FillPolicy { zero, local };
 
+// When bounded calls run in the randomized Hadamard domain (hadamard.hpp).
+enum class HadamardMode { off, on, automatic };  // automatic: while the communicator loses data
+
 // Test and benchmark faults; they act on bounded calls only (exact calls are exact by definition).
 struct FaultOptions {
   double drop = 0;              // probability that a received chunk is discarded
@@ -40,6 +43,8 @@ struct EngineOptions {
   unsigned reliable_calls_after_overrun = 50;
   unsigned sync_interval = 8;                // bounded calls between two agreement rounds
   FillPolicy fill = FillPolicy::zero;
+  HadamardMode hadamard = HadamardMode::automatic;
+  unsigned hadamard_block_log2 = 12;
   FaultOptions faults;
 };
 
@@ -57,6 +62,7 @@ struct CallStats {
   std::uint64_t entries = 0;          // result entries
   std::uint64_t dropped_entries = 0;  // entries that lacked a contribution or arrived nowhere
   std::uint64_t filled_entries = 0;   // of those, all-gather entries this rank had to fill in
+  bool transformed = false;           // ran in the Hadamard domain
   double latency_us = 0;
   std::array<double, kTarPhases> deadline_us{};  // budget of each phase (0 for exact calls)
   std::array<double, kTarPhases> phase_us{};     // time each phase took
@@ -136,6 +142,9 @@ class Engine {
   void reduce_chunk(std::uint32_t chunk);
   void close_scatter_phase();
   void fill_missing_gather_chunks();
+  // Where the all-gather of this call lands: the caller's buffer, or staging when the call runs
+  // in the Hadamard domain (decoded into the caller's buffer at the end).
+  float* gather_target() const { return transformed_ ? current_->data.data() : output_; }
   TransportStatus send_chunk(int peer, Phase phase, const Extent& extent, std::uint16_t flags);
   bool own_shard_reduced() const { return reduced_chunks_ == layout_.chunks_in_shard(rank_); }
   bool peers_served() const;
@@ -164,6 +173,8 @@ class Engine {
   // State of the call in progress.
   ShardLayout layout_;
   bool bounded_call_ = false;
+  bool transformed_ = false;
+  bool hadamard_active_ = false;  // automatic mode: agreed at the last round
   float* output_ = nullptr;
   std::uint64_t slot_stride_ = 0;
   std::vector<std::uint16_t> contributors_;         // per chunk of the own shard

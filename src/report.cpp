@@ -66,7 +66,8 @@ std::string render_report(const Config& config, const std::vector<std::string>& 
     << "\", \"transport\": \"" << to_string(config.transport) << "\", \"min_bytes\": " << config.min_bytes
     << ", \"chunk_bytes\": " << config.chunk_bytes << ", \"timeout_ms\": " << config.timeout_ms
     << ", \"loss_budget\": " << number(config.loss_budget) << ", \"fill\": \"" << (config.fill_local ? "local" : "zero")
-    << "\", \"calibration_calls\": " << config.calibration_calls << ", \"fault_drop\": " << number(config.fault_drop)
+    << "\", \"calibration_calls\": " << config.calibration_calls
+    << ", \"hadamard\": \"" << (config.hadamard == 0 ? "off" : config.hadamard == 1 ? "on" : "auto") << "\"" << ", \"fault_drop\": " << number(config.fault_drop)
     << "},\n  \"ranks\": [\n";
   for (std::size_t i = 0; i < rank_objects.size(); ++i)
     o << "    " << rank_objects[i] << (i + 1 < rank_objects.size() ? ",\n" : "\n");
