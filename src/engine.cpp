@@ -229,6 +229,7 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
   TransportStatus ts = wait_until(hard_deadline, [&] { return staging_free(staging); }, false);
   if (ts != TransportStatus::ok) return fail(stats, ts, start, count);
   begin_call(staging, input, output, count);
+  scatter_source_ = staging.data.data();
   bounded_call_ = bounded;
   transformed_ = bounded && (options_.hadamard == HadamardMode::on ||
                              (options_.hadamard == HadamardMode::automatic && hadamard_active_));
@@ -242,8 +243,14 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
     for (int p = 0; p < ranks_; ++p)
       hadamard_encode(input + layout_.shard_begin(p), staging.data.data() + layout_.shard_begin(p), layout_.shard_size(p),
                       hadamard_seed(comm_id_, epoch_, static_cast<std::uint64_t>(p)), h);
-  } else if (count) {
-    std::memcpy(staging.data.data(), input, count * sizeof(float));
+  } else if (bounded) {
+    if (count) std::memcpy(staging.data.data(), input, count * sizeof(float));
+  } else {
+    // An exact call returns only once every peer has all its data, so its scatter sends can read
+    // the caller's input directly; only the own shard, which becomes the reduced result, is staged.
+    const std::uint64_t own = layout_.shard_begin(rank_);
+    std::memcpy(staging.data.data() + own, input + own, layout_.shard_size(rank_) * sizeof(float));
+    scatter_source_ = input;
   }
   // Deadlines and phase times count from here: encoding is this rank's own work, not the
   // network's, and calibration calls (which never encode) must measure the same thing.
@@ -444,8 +451,8 @@ TransportStatus Engine::send_chunk(int peer, Phase phase, const Extent& extent, 
   h.stamp_gather = my_estimate_us_[1];
   auto& header = current_->headers.at(headers_used_++);
   encode(h, header);
-  const auto* payload =
-      extent.length ? reinterpret_cast<const std::byte*>(current_->data.data() + extent.offset) : nullptr;
+  const float* base = phase == Phase::scatter_reduce ? scatter_source_ : current_->data.data();
+  const auto* payload = extent.length ? reinterpret_cast<const std::byte*>(base + extent.offset) : nullptr;
   const TransportStatus ts = transport_->send(peer, header, {payload, extent.length * sizeof(float)});
   if (ts == TransportStatus::ok) ++posted_[peer];
   return ts;

@@ -166,6 +166,7 @@ class Engine {
 
   std::array<Staging, 2> staging_;
   Staging* current_ = nullptr;
+  const float* scatter_source_ = nullptr;  // staging, or the caller's input in exact calls
   std::size_t headers_used_ = 0;  // header slots of current_ handed out this call
   std::vector<float> slots_;  // other ranks' contributions to this rank's shard, one stride each
   std::vector<std::uint64_t> posted_;  // per peer: sends posted so far
