@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -111,11 +112,17 @@ TEST(Hadamard, ALostChunkBecomesSmallNoiseOverManyBlocks) {
     std::fill(raw_lost.begin() + start, raw_lost.begin() + start + chunk, 0.0f);
   }
   hadamard_decode(enc.data(), dec.data(), n, seed, o);
-  double max_with = 0, max_without = 0;
+  double max_with = 0, max_without = 0, sq_with = 0, sq_without = 0;
   for (std::uint64_t i = 0; i < n; ++i) {
-    max_with = std::max(max_with, double(std::abs(dec[i] - x[i])));
-    max_without = std::max(max_without, double(std::abs(raw_lost[i] - x[i])));
+    const double e_with = std::abs(dec[i] - x[i]), e_without = std::abs(raw_lost[i] - x[i]);
+    max_with = std::max(max_with, e_with);
+    max_without = std::max(max_without, e_without);
+    sq_with += e_with * e_with;
+    sq_without += e_without * e_without;
   }
+  // The figures of the closing note: the same loss, with and without the transform.
+  std::printf("5%% of chunks lost: max error %.4g without, %.4g with the transform; RMS %.4g without, %.4g with\n",
+              max_without, max_with, std::sqrt(sq_without / double(n)), std::sqrt(sq_with / double(n)));
   EXPECT_GT(max_without, 3 * max_with) << "max error without " << max_without << ", with " << max_with;
 }
 
