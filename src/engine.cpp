@@ -164,6 +164,7 @@ TransportStatus Engine::wait_until(Clock::time_point deadline, const std::functi
 
 void Engine::begin_call(Staging& staging, const float* input, float* output, std::uint64_t count) {
   ++epoch_;
+  in_call_ = true;
   transformed_ = false;
   current_ = &staging;
   layout_ = ShardLayout(count, ranks_, options_.chunk_elems);
@@ -363,6 +364,7 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
     ts = wait_until(bounded ? std::min(phase_deadline, hard_deadline) : hard_deadline, [&] { return peers_served(); },
                     bounded);
   output_ = nullptr;
+  in_call_ = false;
   if (ts != TransportStatus::ok) return fail(stats, ts, start, count);
   for (int p = 0; p < ranks_; ++p) staging.posted_until[p] = posted_[p];
 
@@ -424,6 +426,7 @@ void Engine::agree_after_bounded_call(const CallStats& call) {
 
 CallStats Engine::fail(CallStats stats, TransportStatus ts, Clock::time_point start, std::uint64_t count) {
   output_ = nullptr;
+  in_call_ = false;
   stats.status = ts == TransportStatus::timeout ? CallStatus::timeout : CallStatus::transport_error;
   broken_ = true;
   OR_LOG(error,
@@ -484,7 +487,8 @@ void Engine::on_message(const InboundMessage& message) {
     if (h.epoch == epoch_ && h.length == 0) done_from_[h.source] = 1;
     return;
   }
-  if (h.epoch < epoch_) {
+  // Between calls (and after this one closed) nothing may land: the caller's buffer is theirs.
+  if (h.epoch < epoch_ || (h.epoch == epoch_ && !in_call_)) {
     ++rejects_.stale;
     return;
   }
@@ -616,7 +620,9 @@ void Engine::fill_missing_gather_chunks() {
   for (int p = 0; p < ranks_; ++p) {
     if (p == rank_) continue;
     for (std::uint32_t c = 0; c < layout_.chunks_in_shard(p); ++c) {
-      if (gather_seen_[static_cast<std::size_t>(p) * layout_.max_chunks() + c]) continue;
+      auto& seen = gather_seen_[static_cast<std::size_t>(p) * layout_.max_chunks() + c];
+      if (seen) continue;
+      seen = 1;  // closed: a late copy must not overwrite the fill (or land after decoding)
       const Extent e = layout_.chunk(p, c);
       float* dst = gather_target() + e.offset;
       if (options_.fill == FillPolicy::zero) {

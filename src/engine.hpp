@@ -173,6 +173,7 @@ class Engine {
 
   // State of the call in progress.
   ShardLayout layout_;
+  bool in_call_ = false;  // a call is running: its messages may land
   bool bounded_call_ = false;
   bool transformed_ = false;
   bool hadamard_active_ = false;  // automatic mode: agreed at the last round
