@@ -24,8 +24,8 @@ constexpr std::size_t kTarPhases = 2;
 struct DeadlineOptions {
   unsigned calibration_calls = 20;
   double cap_us = 1e6;            // OPTIREDUCE_TIMEOUT_MS
-  double margin = 1.5;            // deadline = margin * estimate
-  double floor_fraction = 0.5;    // never below floor_fraction * tB
+  double margin = 2.0;            // deadline = margin * estimate
+  double floor_fraction = 0.75;   // never below floor_fraction * tB
   std::size_t window = 9;         // calls whose estimates the median runs over
 };
 
