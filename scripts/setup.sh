@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake pkg-config gfortran
   libopenmpi-dev openmpi-bin
+  mpich libmpich-dev
   libucx-dev ucx-utils
   libfabric-dev libfabric-bin
   libhwloc-dev
@@ -29,6 +30,23 @@ if ((${#missing[@]})); then
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+
+# MPICH is installed beside Open MPI only to build liboptireduce-mpich.so. Open MPI must stay the
+# default mpicc/mpirun/mpiexec (and mpi.h/libmpi.so): if installing MPICH switched an alternative,
+# switch it back.
+arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
+for group in mpi mpirun "mpi-$arch"; do
+  current=$(update-alternatives --query "$group" 2>/dev/null | awk '$1 == "Value:" { print $2 }')
+  openmpi=$(update-alternatives --list "$group" 2>/dev/null | grep -m1 openmpi || true)
+  if [[ -n $openmpi && $current != "$openmpi" ]]; then
+    if [[ $(id -u) -ne 0 ]]; then
+      echo "setup.sh: $group is $current, not Open MPI; run as root: update-alternatives --set $group $openmpi" >&2
+      exit 1
+    fi
+    echo "setup.sh: making Open MPI the default again: update-alternatives --set $group $openmpi"
+    update-alternatives --set "$group" "$openmpi"
+  fi
+done
 
 build_dir=${BUILD_DIR:-build}
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"

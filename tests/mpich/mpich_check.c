@@ -1,0 +1,172 @@
+/* MPICH integration test: run with liboptireduce-mpich.so preloaded, OPTIREDUCE_MIN_BYTES=0 and an
+ * exact mode (reliable). Every eligible float sum must equal PMPI_Allreduce's bit for bit
+ * (integer-valued floats: exact in any order) and be counted as intercepted; every ineligible call
+ * must be passed through unchanged. The counters come from the preloaded library itself
+ * (dlsym of optireduce_get_process_stats): the program is not linked to it.
+ * Prints one line per rank and exits 0, or names the failure and aborts the job. */
+#include <dlfcn.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optireduce/optireduce.h"
+
+typedef int (*StatsFn)(optireduce_process_stats *);
+
+static int g_rank;
+static StatsFn g_stats;
+
+static void fail(const char *what) {
+  fprintf(stderr, "mpich_check: rank %d: FAIL: %s\n", g_rank, what);
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+static optireduce_process_stats stats(void) {
+  optireduce_process_stats s;
+  memset(&s, 0, sizeof s);
+  if (g_stats(&s) != 0) fail("optireduce_get_process_stats failed");
+  return s;
+}
+
+/* rank r, element i: an integer below 2^11, so sums of a few ranks are exact. */
+static void fill(float *v, long n, int rank, int salt) {
+  for (long i = 0; i < n; ++i) v[i] = (float)((i * 7 + rank * 13 + salt) % 2048) - 1000.0f;
+}
+
+/* One eligible float sum on comm (in place or not), checked against PMPI_Allreduce and against
+ * the interception counter. */
+static void check_sum(MPI_Comm comm, long n, int in_place, int use_large_count) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  float *in = malloc(sizeof(float) * (size_t)(n ? n : 1));
+  float *out = malloc(sizeof(float) * (size_t)(n ? n : 1));
+  float *ref = malloc(sizeof(float) * (size_t)(n ? n : 1));
+  if (!in || !out || !ref) fail("out of memory");
+  fill(in, n, rank, (int)n);
+  PMPI_Allreduce(in, ref, (int)n, MPI_FLOAT, MPI_SUM, comm);
+  const optireduce_process_stats before = stats();
+  int rc;
+  if (in_place) memcpy(out, in, sizeof(float) * (size_t)n);
+  const void *send = in_place ? MPI_IN_PLACE : (const void *)in;
+#if MPI_VERSION >= 4
+  if (use_large_count) rc = MPI_Allreduce_c(send, out, (MPI_Count)n, MPI_FLOAT, MPI_SUM, comm);
+  else
+#endif
+    rc = MPI_Allreduce(send, out, (int)n, MPI_FLOAT, MPI_SUM, comm);
+  (void)use_large_count;
+  const optireduce_process_stats after = stats();
+  char what[160];
+  if (rc != MPI_SUCCESS) {
+    snprintf(what, sizeof what, "MPI_Allreduce of %ld floats returned %d", n, rc);
+    fail(what);
+  }
+  if (n > 0 && memcmp(out, ref, sizeof(float) * (size_t)n) != 0) {
+    snprintf(what, sizeof what, "sum of %ld floats (in_place=%d) differs from PMPI_Allreduce", n, in_place);
+    fail(what);
+  }
+  if (after.intercepted_calls != before.intercepted_calls + 1) {
+    snprintf(what, sizeof what, "sum of %ld floats (in_place=%d, large count=%d) was not intercepted", n, in_place,
+             use_large_count);
+    fail(what);
+  }
+  free(in);
+  free(out);
+  free(ref);
+}
+
+/* A call the library must hand to PMPI_Allreduce: counted as passthrough, result unchanged. */
+static void check_passthrough(MPI_Comm comm, MPI_Datatype type, MPI_Op op, const char *label) {
+  double din[5], dout[5], dref[5];
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  for (int i = 0; i < 5; ++i) din[i] = rank * 10 + i;
+  const int is_double = type == MPI_DOUBLE;
+  int iin[5], iout[5], iref[5];
+  for (int i = 0; i < 5; ++i) iin[i] = rank * 10 + i;
+  float fin[5], fout[5], fref[5];
+  for (int i = 0; i < 5; ++i) fin[i] = (float)(rank * 10 + i);
+  const void *in = is_double ? (void *)din : type == MPI_INT ? (void *)iin : (void *)fin;
+  void *out = is_double ? (void *)dout : type == MPI_INT ? (void *)iout : (void *)fout;
+  void *ref = is_double ? (void *)dref : type == MPI_INT ? (void *)iref : (void *)fref;
+  const size_t bytes = is_double ? sizeof din : type == MPI_INT ? sizeof iin : sizeof fin;
+  PMPI_Allreduce(in, ref, 5, type, op, comm);
+  const optireduce_process_stats before = stats();
+  if (MPI_Allreduce(in, out, 5, type, op, comm) != MPI_SUCCESS) fail(label);
+  const optireduce_process_stats after = stats();
+  char what[160];
+  if (memcmp(out, ref, bytes) != 0) {
+    snprintf(what, sizeof what, "%s: result differs from PMPI_Allreduce", label);
+    fail(what);
+  }
+  if (after.intercepted_calls != before.intercepted_calls || after.passthrough_calls != before.passthrough_calls + 1) {
+    snprintf(what, sizeof what, "%s: expected one passthrough call and no interception", label);
+    fail(what);
+  }
+}
+
+int main(int argc, char **argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  MPI_Get_library_version(version, &length);
+  if (!strstr(version, "MPICH")) fail("not running on MPICH (MPI_Get_library_version has no \"MPICH\")");
+  g_stats = (StatsFn)dlsym(RTLD_DEFAULT, "optireduce_get_process_stats");
+  if (!g_stats) fail("optireduce_get_process_stats not found: liboptireduce-mpich.so is not preloaded");
+  const char *min_bytes = getenv("OPTIREDUCE_MIN_BYTES");
+  if (!min_bytes || strcmp(min_bytes, "0") != 0) fail("run me with OPTIREDUCE_MIN_BYTES=0");
+  const char *mode = getenv("OPTIREDUCE_MODE");
+  if (!mode || strcmp(mode, "reliable") != 0) fail("run me with OPTIREDUCE_MODE=reliable (exact results)");
+  if (size < 2) fail("run me on at least 2 ranks");
+
+  const optireduce_process_stats start = stats();
+  const long sizes[] = {1, 7, 1000, 65537, (1L << 20) + 3};
+  long calls = 0;
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i) {
+    check_sum(MPI_COMM_WORLD, sizes[i], 0, 0);
+    check_sum(MPI_COMM_WORLD, sizes[i], 1, 0);
+    calls += 2;
+  }
+#if MPI_VERSION >= 4
+  check_sum(MPI_COMM_WORLD, 4099, 0, 1);
+  check_sum(MPI_COMM_WORLD, 4099, 1, 1);
+  calls += 2;
+#endif
+  /* A duplicate and a split communicator: their own engines, freed with the communicator. */
+  MPI_Comm dup, half;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  check_sum(dup, 12345, 0, 0);
+  calls += 1;
+  MPI_Comm_free(&dup);
+  MPI_Comm_split(MPI_COMM_WORLD, g_rank % 2, g_rank, &half);
+  int half_size = 0;
+  MPI_Comm_size(half, &half_size);
+  if (half_size >= 2) {
+    check_sum(half, 3000, 1, 0);
+    calls += 1;
+  } else {
+    check_passthrough(half, MPI_FLOAT, MPI_SUM, "float sum on a communicator of one rank");
+  }
+  MPI_Comm_free(&half);
+
+  check_passthrough(MPI_COMM_WORLD, MPI_DOUBLE, MPI_SUM, "double sum");
+  check_passthrough(MPI_COMM_WORLD, MPI_INT, MPI_SUM, "int sum");
+  check_passthrough(MPI_COMM_WORLD, MPI_FLOAT, MPI_MAX, "float max");
+  check_passthrough(MPI_COMM_SELF, MPI_FLOAT, MPI_SUM, "float sum on MPI_COMM_SELF");
+
+  const optireduce_process_stats end = stats();
+  if (end.intercepted_calls - start.intercepted_calls != (uint64_t)calls) fail("intercepted call count is off");
+  if (end.engine_failures != 0) fail("an engine could not be created");
+  const char *(*library_version)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "optireduce_version");
+  printf("mpich_check: rank %d of %d: OK: %llu intercepted, %llu passed through, %llu engines (OptiReduce %s)\n",
+         g_rank, size, (unsigned long long)end.intercepted_calls, (unsigned long long)end.passthrough_calls,
+         (unsigned long long)end.engines_created, library_version ? library_version() : "?");
+  MPI_Finalize();
+  return 0;
+}
