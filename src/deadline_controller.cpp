@@ -16,9 +16,10 @@ bool DeadlineController::calibrating(unsigned cls) const {
 
 void DeadlineController::record_calibration(unsigned cls, const std::array<double, kTarPhases>& phase_us) {
   ClassState& s = classes_[cls];
-  if (s.calibrated) return;
   for (std::size_t p = 0; p < kTarPhases; ++p) s.calibration[p].push_back(phase_us[p]);
-  if (s.calibration[0].size() < options_.calibration_calls) return;
+  // A recalibration needs fewer calls than the first calibration: the engine is warm.
+  const std::size_t needed = s.calibrated ? std::min<std::size_t>(options_.calibration_calls, 8) : options_.calibration_calls;
+  if (s.calibration[0].size() < needed) return;
   for (std::size_t p = 0; p < kTarPhases; ++p) {
     s.bound[p] = std::min(options_.cap_us, percentile(s.calibration[p], 0.95));
     s.calibration[p].clear();
@@ -50,7 +51,8 @@ PhaseDeadlines DeadlineController::deadlines(unsigned cls) const {
     const double estimate = s.recent[p].empty()
                                 ? s.bound[p]
                                 : percentile(std::vector<double>(s.recent[p].begin(), s.recent[p].end()), 0.5);
-    d.us[p] = std::clamp(options_.margin * estimate, options_.floor_fraction * s.bound[p], options_.cap_us);
+    const double ceiling = std::min(options_.cap_us, options_.ceiling_factor * s.bound[p]);
+    d.us[p] = std::clamp(options_.margin * estimate, std::min(options_.floor_fraction * s.bound[p], ceiling), ceiling);
   }
   return d;
 }

@@ -26,6 +26,11 @@ struct DeadlineOptions {
   double cap_us = 1e6;            // OPTIREDUCE_TIMEOUT_MS
   double margin = 2.0;            // deadline = margin * estimate
   double floor_fraction = 0.75;   // never below floor_fraction * tB
+  // ...and never above ceiling_factor * tB: a phase's time includes how late the peers entered,
+  // which includes their deadlines, so without a ceiling deadlines can feed on themselves. A
+  // network that stays slower than that loses data, trips the loss budget, and the exact calls
+  // that follow recalibrate tB.
+  double ceiling_factor = 4.0;
   std::size_t window = 9;         // calls whose estimates the median runs over
 };
 
@@ -42,6 +47,8 @@ class DeadlineController {
 
   // True while calls of this size class must still run exactly (calibration).
   bool calibrating(unsigned size_class) const;
+  // Phase times of an exact call: calibration, or (once calibrated) recalibration from the exact
+  // calls that follow a loss-budget fallback.
   void record_calibration(unsigned size_class, const std::array<double, kTarPhases>& phase_us);
 
   // Feed the median of the stamps this rank saw in a bounded call, per phase (0: none seen).

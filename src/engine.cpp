@@ -125,14 +125,13 @@ Engine::Engine(int rank, int ranks, std::uint64_t comm_id, std::unique_ptr<Trans
       }()),
       posted_(ranks, 0),
       fault_rng_(options.faults.seed * 0x9e3779b97f4a7c15ull + static_cast<std::uint64_t>(rank)) {
-  for (auto& s : staging_) s.posted_until.assign(ranks, 0);
 }
 
 Engine::~Engine() = default;
 
 std::size_t Engine::buffer_bytes() const {
   std::size_t bytes = slots_.capacity() * sizeof(float);
-  for (const auto& s : staging_) bytes += s.data.capacity() * sizeof(float) + s.headers.capacity() * WireHeader::kEncodedSize;
+  for (const auto& s : staging_) bytes += s->data.capacity() * sizeof(float) + s->headers.capacity() * WireHeader::kEncodedSize;
   return bytes;
 }
 
@@ -160,6 +159,26 @@ TransportStatus Engine::wait_until(Clock::time_point deadline, const std::functi
     if (transport_->poll(deadline, handler) == TransportStatus::error) return TransportStatus::error;
   }
   return TransportStatus::ok;
+}
+
+Engine::Staging& Engine::pick_staging(bool bounded, Clock::time_point deadline, TransportStatus& ts) {
+  auto fresh = [this]() -> Staging& {
+    staging_.push_back(std::make_unique<Staging>());
+    staging_.back()->posted_until.assign(ranks_, 0);
+    return *staging_.back();
+  };
+  if (staging_.empty()) return fresh();
+  if (bounded) {
+    // The least recently used free buffer keeps the sends of the last call untouched longest.
+    for (std::size_t i = 1; i <= staging_.size(); ++i) {
+      Staging& s = *staging_[(epoch_ + i) % staging_.size()];
+      if (staging_free(s)) return s;
+    }
+    if (staging_.size() < kMaxStaging) return fresh();
+  }
+  Staging& s = *staging_[bounded ? epoch_ % staging_.size() : 0];
+  ts = wait_until(deadline, [&] { return staging_free(s); }, false);
+  return s;
 }
 
 void Engine::begin_call(Staging& staging, const float* input, float* output, std::uint64_t count) {
@@ -193,6 +212,7 @@ void Engine::begin_call(Staging& staging, const float* input, float* output, std
   gather_expected_ = gather_remaining_;
   dropped_entries_ = 0;
   filled_entries_ = 0;
+  last_arrival_.fill(Clock::now());
 
   // One header slot per send of this call, sized up front: UCX reads a header until its send
   // completes, so the storage must not move while the call runs.
@@ -224,10 +244,8 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
       std::uniform_real_distribution<double>(0, 1)(fault_rng_) < f.delay_probability)
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(f.delay_ms));
 
-  // Exact calls need one staging buffer; bounded ones alternate two, since a bounded call may
-  // return while its sends are still queued towards a slow peer.
-  Staging& staging = bounded ? staging_[epoch_ % 2] : staging_[0];
-  TransportStatus ts = wait_until(hard_deadline, [&] { return staging_free(staging); }, false);
+  TransportStatus ts = TransportStatus::ok;
+  Staging& staging = pick_staging(bounded, hard_deadline, ts);
   if (ts != TransportStatus::ok) return fail(stats, ts, start, count);
   begin_call(staging, input, output, count);
   scatter_source_ = staging.data.data();
@@ -280,7 +298,12 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
 
   PhaseDeadlines budget;
   budget.us.fill(std::chrono::duration<double, std::micro>(options_.timeout).count());
-  if (bounded) budget = deadlines_.deadlines(cls);
+  if (bounded) {
+    budget = deadlines_.deadlines(cls);
+    // The all-gather moves as much data as the scatter-reduce; it usually looks short only
+    // because it overlaps it. Give it at least half the scatter budget.
+    budget.us[1] = std::max(budget.us[1], 0.5 * budget.us[0]);
+  }
   stats.deadline_us = bounded ? budget.us : std::array<double, kTarPhases>{};
 
   // Scatter-reduce: send every slice, taking in what arrives after each round of slices.
@@ -368,11 +391,25 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
   if (ts != TransportStatus::ok) return fail(stats, ts, start, count);
   for (int p = 0; p < ranks_; ++p) staging.posted_until[p] = posted_[p];
 
-  // What this call teaches the deadlines.
-  my_estimate_us_[0] = static_cast<float>(stats.phase_us[0] / std::max(scatter_fraction, 1e-3));
-  my_estimate_us_[1] = static_cast<float>(stats.phase_us[1] / std::max(gather_fraction, 1e-3));
-  if (stats.kind == CallKind::calibration) deadlines_.record_calibration(cls, stats.phase_us);
-  if (bounded) deadlines_.record_estimate(cls, {median(stamps_[0]), median(stamps_[1])});
+  // What this call teaches the deadlines: the time it would have needed for everything, from the
+  // pace at which data actually came (until the last arrival, not until the deadline: data that
+  // was lost, rather than slow, must not stretch the estimate, or deadlines would feed on
+  // themselves and run away).
+  // 0 means "no estimate" (nothing came in the phase itself): the controller keeps what it had,
+  // and the loss budget, not the deadline, answers a network that delivers nothing in time.
+  auto estimate = [](double phase_us, double fraction, Clock::time_point from, Clock::time_point last) {
+    if (fraction >= 1.0) return phase_us;
+    const double paced = std::chrono::duration<double, std::micro>(last - from).count();
+    return fraction > 0.0 && paced > 0.0 ? paced / fraction : 0.0;
+  };
+  my_estimate_us_[0] = static_cast<float>(estimate(stats.phase_us[0], scatter_fraction, scatter_start, last_arrival_[0]));
+  my_estimate_us_[1] = static_cast<float>(estimate(stats.phase_us[1], gather_fraction, gather_start, last_arrival_[1]));
+  if (stats.kind == CallKind::calibration || stats.kind == CallKind::fallback)
+    deadlines_.record_calibration(cls, stats.phase_us);
+  // Fallback calls run exactly but keep teaching the deadlines, so they are right when bounded
+  // calls resume.
+  if (bounded || stats.kind == CallKind::fallback)
+    deadlines_.record_estimate(cls, {median(stamps_[0]), median(stamps_[1])});
 
   stats.dropped_entries = dropped_entries_;
   stats.filled_entries = filled_entries_;
@@ -412,7 +449,10 @@ void Engine::agree_after_bounded_call(const CallStats& call) {
   // Automatic Hadamard: on for the next window while the last one lost anything anywhere, so a
   // clean network pays nothing.
   hadamard_active_ = dropped > 0;
-  if (average > options_.loss_budget || worst > options_.loss_budget) {
+  // A window that lost more than the budget on average, or one call that lost most of its
+  // entries, sends the communicator to exact calls for a while. (Single calls that overran a
+  // little are the bounded mode doing its job on a busy host; they do not.)
+  if (average > options_.loss_budget || worst > std::max(0.5, options_.loss_budget)) {
     reliable_until_ = epoch_ + options_.reliable_calls_after_overrun;
     ++agreed_.fallbacks;
     if (rank_ == 0)
@@ -543,6 +583,7 @@ void Engine::apply(const WireHeader& h, std::size_t payload_size, const PayloadR
     if (!receive({reinterpret_cast<std::byte*>(dst), payload_size})) return;
     seen = 1;
     ++scatter_received_;
+    last_arrival_[0] = Clock::now();
     if (++contributors_[*c] == ranks_ - 1) ready_.push_back(*c);
   } else {
     const auto c = layout_.chunk_index(source, h.offset, h.length);
@@ -560,6 +601,7 @@ void Engine::apply(const WireHeader& h, std::size_t payload_size, const PayloadR
     if (!receive({reinterpret_cast<std::byte*>(gather_target() + h.offset), payload_size})) return;
     seen = 1;
     --gather_remaining_;
+    last_arrival_[1] = Clock::now();
     if (h.partial()) dropped_entries_ += h.length;
   }
 }

@@ -40,7 +40,7 @@ struct EngineOptions {
   std::chrono::milliseconds timeout{60000};  // hard cap on one call, and on connecting
   unsigned calibration_calls = 20;           // exact calls per size class before deadlines apply
   double loss_budget = 0.10;                 // beyond it: the next calls run exactly for a while
-  unsigned reliable_calls_after_overrun = 50;
+  unsigned reliable_calls_after_overrun = 16;  // two agreement windows
   unsigned sync_interval = 8;                // bounded calls between two agreement rounds
   FillPolicy fill = FillPolicy::zero;
   HadamardMode hadamard = HadamardMode::automatic;
@@ -123,8 +123,9 @@ class Engine {
     std::vector<std::byte> payload;
   };
   // Staging memory of one call: its input (then its reduced shard) and the headers of its sends.
-  // Sends may outlive a bounded call, so two alternate; one is reused only once every send that
-  // read it has completed.
+  // Sends may outlive a bounded call (a TCP retransmission stalls one peer's queue for 200 ms),
+  // so bounded calls take any buffer whose sends have all completed, adding one (up to
+  // kMaxStaging) rather than waiting for a stalled peer; exact calls use the first.
   struct Staging {
     std::vector<float> data;
     std::vector<std::array<std::byte, WireHeader::kEncodedSize>> headers;
@@ -164,7 +165,9 @@ class Engine {
   std::uint64_t epoch_ = 0;
   std::size_t largest_call_bytes_ = 0;
 
-  std::array<Staging, 2> staging_;
+  static constexpr std::size_t kMaxStaging = 4;
+  std::vector<std::unique_ptr<Staging>> staging_;
+  Staging& pick_staging(bool bounded, Clock::time_point deadline, TransportStatus& ts);
   Staging* current_ = nullptr;
   const float* scatter_source_ = nullptr;  // staging, or the caller's input in exact calls
   std::size_t headers_used_ = 0;  // header slots of current_ handed out this call
@@ -192,6 +195,7 @@ class Engine {
   std::uint64_t gather_expected_ = 0;
   std::uint64_t dropped_entries_ = 0;
   std::uint64_t filled_entries_ = 0;
+  std::array<Clock::time_point, kTarPhases> last_arrival_{};  // latest chunk applied per phase
   std::array<std::vector<float>, kTarPhases> stamps_;  // first stamp of each sender this call
   std::vector<std::uint8_t> stamped_;                  // [phase][source]
 

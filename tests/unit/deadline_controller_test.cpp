@@ -13,6 +13,7 @@ DeadlineOptions options() {
   o.margin = 1.5;
   o.floor_fraction = 0.5;
   o.window = 9;
+  o.ceiling_factor = 100;  // out of the way, except where a test is about it
   return o;
 }
 
@@ -75,6 +76,19 @@ TEST(DeadlineController, ASpikeDoesNotMoveItALastingStepDoes) {
   }
   EXPECT_LE(calls, 5);
   EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 6000);
+}
+
+TEST(DeadlineController, NeverAboveItsCeilingAndExactCallsRecalibrate) {
+  DeadlineOptions o = options();
+  o.ceiling_factor = 4;
+  DeadlineController c(o);
+  for (int i = 0; i < 20; ++i) c.record_calibration(20, {1000.0, 1000.0});
+  for (int i = 0; i < 9; ++i) c.record_estimate(20, {50000, 50000});
+  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 4000) << "4 x tB";
+  // The exact calls after a fallback measure the slower network: tB follows after 8 of them.
+  for (int i = 0; i < 8; ++i) c.record_calibration(20, {20000.0, 20000.0});
+  EXPECT_DOUBLE_EQ(c.bound_us(20, TarPhase::scatter), 20000);
+  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 75000) << "1.5 x the estimates, now under 4 x the new tB";
 }
 
 TEST(DeadlineController, PhasesWithoutStampsKeepTheirEstimate) {
