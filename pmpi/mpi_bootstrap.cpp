@@ -20,4 +20,29 @@ std::vector<std::vector<std::byte>> MpiBootstrap::allgather(std::span<const std:
   return out;
 }
 
+MpiBootstrap::~MpiBootstrap() {
+  if (request_ != MPI_REQUEST_NULL) PMPI_Wait(&request_, MPI_STATUS_IGNORE);
+}
+
+void MpiBootstrap::start_allgather(std::span<const std::byte> mine) {
+  if (request_ != MPI_REQUEST_NULL) PMPI_Wait(&request_, MPI_STATUS_IGNORE);
+  int size = 0;
+  PMPI_Comm_size(comm_, &size);
+  send_.assign(mine.begin(), mine.end());
+  receive_.assign(send_.size() * static_cast<std::size_t>(size), std::byte{0});
+  PMPI_Iallgather(send_.data(), static_cast<int>(send_.size()), MPI_BYTE, receive_.data(), static_cast<int>(send_.size()),
+                  MPI_BYTE, comm_, &request_);
+}
+
+std::vector<std::vector<std::byte>> MpiBootstrap::finish_allgather() {
+  if (request_ != MPI_REQUEST_NULL) PMPI_Wait(&request_, MPI_STATUS_IGNORE);
+  int size = 0;
+  PMPI_Comm_size(comm_, &size);
+  std::vector<std::vector<std::byte>> out(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r)
+    out[r].assign(receive_.begin() + static_cast<std::ptrdiff_t>(r * send_.size()),
+                  receive_.begin() + static_cast<std::ptrdiff_t>((r + 1) * send_.size()));
+  return out;
+}
+
 }  // namespace optireduce::pmpi

@@ -10,10 +10,16 @@ namespace optireduce::pmpi {
 class MpiBootstrap final : public Bootstrap {
  public:
   explicit MpiBootstrap(MPI_Comm comm) : comm_(comm) {}
+  // Completes an all-gather still in flight: every rank started it, so it finishes.
+  ~MpiBootstrap() override;
   std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override;
+  void start_allgather(std::span<const std::byte> mine) override;
+  std::vector<std::vector<std::byte>> finish_allgather() override;
 
  private:
   MPI_Comm comm_;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  std::vector<std::byte> send_, receive_;
 };
 
 }  // namespace optireduce::pmpi

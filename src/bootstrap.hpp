@@ -14,6 +14,15 @@ class Bootstrap {
   virtual ~Bootstrap() = default;
   // Collective: every rank passes its blob and gets everybody's, indexed by rank.
   virtual std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) = 0;
+
+  // The same in two halves, so a rank that is late does not hold the others: start it (every
+  // rank at the same point, blobs of one size on every rank), finish it later. One at a time.
+  // The default runs the whole all-gather when it is finished.
+  virtual void start_allgather(std::span<const std::byte> mine) { pending_.assign(mine.begin(), mine.end()); }
+  virtual std::vector<std::vector<std::byte>> finish_allgather() { return allgather(pending_); }
+
+ private:
+  std::vector<std::byte> pending_;
 };
 
 }  // namespace optireduce

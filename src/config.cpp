@@ -131,8 +131,8 @@ const std::vector<Parameter>& table() {
          return true;
        }},
       {{"OPTIREDUCE_LOSS_BUDGET", "0.10", "a fraction from 0 to 1",
-        "when one bounded call, or the recent ones on average, lose more than this share of "
-        "entries, the next 50 calls on that communicator run exactly"},
+        "when the recent bounded calls lose more than this share of entries on average (or one "
+        "loses more than half), the next 16 calls on that communicator run exactly"},
        fraction(&Config::loss_budget)},
       {{"OPTIREDUCE_FILL", "zero", "zero, local",
         "all-gather chunks that never arrived: zero, or this rank's own contribution times the "

@@ -328,20 +328,31 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
       reduce_chunk(c);
     }
   };
-  auto phase_deadline = after_us(scatter_start, budget.us[0]);
-  drain_ready();
-  while (!own_shard_reduced()) {
+  // Runs one phase until `complete`, its deadline, or — once every sender's last slice of the
+  // phase is in — a short grace fixed at that moment (datagrams may overtake each other).
+  auto run_phase = [&](std::size_t phase, Clock::time_point phase_deadline, auto&& complete, auto&& sends_to_me) {
     auto deadline = std::min(phase_deadline, hard_deadline);
-    if (bounded) {
-      bool all_last = true;
-      for (int p = 0; p < ranks_; ++p)
-        if (p != rank_ && layout_.chunks_in_shard(rank_) && !last_slice_seen_[p]) all_last = false;
-      if (all_last) deadline = std::min(deadline, after_us(Clock::now(), kGraceShare * budget.us[0]));
+    bool grace_set = false;
+    while (!complete()) {
+      if (bounded && !grace_set) {
+        bool all_last = true;
+        for (int p = 0; p < ranks_; ++p)
+          if (p != rank_ && sends_to_me(p) && !last_slice_seen_[phase * ranks_ + p]) all_last = false;
+        if (all_last) {
+          deadline = std::min(deadline, after_us(Clock::now(), kGraceShare * budget.us[phase]));
+          grace_set = true;
+        }
+      }
+      if (Clock::now() >= deadline) break;
+      if (transport_->poll(deadline, handler) == TransportStatus::error) return TransportStatus::error;
+      if (phase == 0) drain_ready();
     }
-    if (Clock::now() >= deadline) break;
-    if (transport_->poll(deadline, handler) == TransportStatus::error) return fail(stats, TransportStatus::error, start, count);
-    drain_ready();
-  }
+    return TransportStatus::ok;
+  };
+  drain_ready();
+  if (run_phase(0, after_us(scatter_start, budget.us[0]), [&] { return own_shard_reduced(); },
+                [&](int) { return layout_.chunks_in_shard(rank_) > 0; }) == TransportStatus::error)
+    return fail(stats, TransportStatus::error, start, count);
   if (!own_shard_reduced()) {
     if (!bounded) return fail(stats, TransportStatus::timeout, start, count);
     close_scatter_phase();
@@ -351,18 +362,10 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
 
   // All-gather: the owners' reduced chunks land in the output as they arrive.
   const auto gather_start = Clock::now();
-  phase_deadline = after_us(gather_start, budget.us[1]);
-  while (gather_remaining_ > 0) {
-    auto deadline = std::min(phase_deadline, hard_deadline);
-    if (bounded) {
-      bool all_last = true;
-      for (int p = 0; p < ranks_; ++p)
-        if (p != rank_ && layout_.chunks_in_shard(p) && !last_slice_seen_[ranks_ + p]) all_last = false;
-      if (all_last) deadline = std::min(deadline, after_us(Clock::now(), kGraceShare * budget.us[1]));
-    }
-    if (Clock::now() >= deadline) break;
-    if (transport_->poll(deadline, handler) == TransportStatus::error) return fail(stats, TransportStatus::error, start, count);
-  }
+  const auto phase_deadline = after_us(gather_start, budget.us[1]);
+  if (run_phase(1, phase_deadline, [&] { return gather_remaining_ == 0; },
+                [&](int p) { return layout_.chunks_in_shard(p) > 0; }) == TransportStatus::error)
+    return fail(stats, TransportStatus::error, start, count);
   if (gather_remaining_ > 0) {
     if (!bounded) return fail(stats, TransportStatus::timeout, start, count);
     fill_missing_gather_chunks();
@@ -428,12 +431,18 @@ void Engine::agree_after_bounded_call(const CallStats& call) {
 
   // Decisions that change which collective runs must come out the same on every rank, so they
   // are taken from figures every rank has: a small all-gather over the bootstrap (the job's own
-  // MPI) every sync_interval bounded calls, at the same call on every rank.
+  // MPI) at the same call on every rank. It is started here and finished one window later, so a
+  // late rank holds the others only if it is a whole window behind; the decisions apply from
+  // the call that finishes it, on every rank alike.
   struct Figures {
     std::uint64_t entries, dropped, filled_calls;
     double worst_call_loss;
   } mine{window_entries_, window_dropped_, window_filled_calls_, window_worst_call_loss_};
-  auto all = bootstrap_->allgather({reinterpret_cast<const std::byte*>(&mine), sizeof mine});
+  std::vector<std::vector<std::byte>> all;
+  if (agreement_pending_) all = bootstrap_->finish_allgather();
+  bootstrap_->start_allgather({reinterpret_cast<const std::byte*>(&mine), sizeof mine});
+  const bool have_round = agreement_pending_;
+  agreement_pending_ = true;
   std::uint64_t entries = 0, dropped = 0, filled = 0;
   double worst = 0;
   for (const auto& blob : all) {
@@ -444,20 +453,22 @@ void Engine::agree_after_bounded_call(const CallStats& call) {
     filled |= f.filled_calls;
     worst = std::max(worst, f.worst_call_loss);
   }
-  agreed_.divergent_calls += static_cast<std::uint64_t>(std::popcount(filled));
-  const double average = entries ? double(dropped) / double(entries) : 0.0;
-  // Automatic Hadamard: on for the next window while the last one lost anything anywhere, so a
-  // clean network pays nothing.
-  hadamard_active_ = dropped > 0;
-  // A window that lost more than the budget on average, or one call that lost most of its
-  // entries, sends the communicator to exact calls for a while. (Single calls that overran a
-  // little are the bounded mode doing its job on a busy host; they do not.)
-  if (average > options_.loss_budget || worst > std::max(0.5, options_.loss_budget)) {
-    reliable_until_ = epoch_ + options_.reliable_calls_after_overrun;
-    ++agreed_.fallbacks;
-    if (rank_ == 0)
-      OR_LOG(warn, "loss over budget %.3f (recent average %.4f, worst call %.4f): the next %u calls on this communicator run exactly",
-             options_.loss_budget, average, worst, options_.reliable_calls_after_overrun);
+  if (have_round) {
+    agreed_.divergent_calls += static_cast<std::uint64_t>(std::popcount(filled));
+    const double average = entries ? double(dropped) / double(entries) : 0.0;
+    // Automatic Hadamard: on while the last agreed window lost anything anywhere, so a clean
+    // network pays nothing.
+    hadamard_active_ = dropped > 0;
+    // A window that lost more than the budget on average, or one call that lost most of its
+    // entries, sends the communicator to exact calls for a while. (Single calls that overran a
+    // little are the bounded mode doing its job on a busy host; they do not.)
+    if (average > options_.loss_budget || worst > std::max(0.5, options_.loss_budget)) {
+      reliable_until_ = epoch_ + options_.reliable_calls_after_overrun;
+      ++agreed_.fallbacks;
+      if (rank_ == 0)
+        OR_LOG(warn, "loss over budget %.3f (recent average %.4f, worst call %.4f): the next %u calls on this communicator run exactly",
+               options_.loss_budget, average, worst, options_.reliable_calls_after_overrun);
+    }
   }
   bounded_since_agreement_ = 0;
   window_entries_ = window_dropped_ = window_filled_calls_ = 0;

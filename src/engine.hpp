@@ -205,6 +205,7 @@ class Engine {
   // Agreement: what every rank reported at the last rounds.
   std::uint64_t reliable_until_ = 0;   // calls up to this sequence number run exactly
   unsigned bounded_since_agreement_ = 0;
+  bool agreement_pending_ = false;  // an agreement all-gather was started and not yet finished
   std::uint64_t window_entries_ = 0, window_dropped_ = 0, window_filled_calls_ = 0;
   double window_worst_call_loss_ = 0;
   AgreedCounts agreed_;

@@ -12,4 +12,11 @@ int case_ineligible();  // other types, ops, derived types, intercommunicators: 
 int case_threads();     // two threads reducing on two communicators at once
 int case_smoke();       // a few calls, for tests about configuration, reports and launch
 
+// Bounded mode (case_bounded.cpp); run with OPTIREDUCE_MODE=bounded and the faults they name.
+int case_bounded_loss();    // OPTIREDUCE_FAULT_DROP: dropped fraction near the rate, error explained
+int case_bounded_delay();   // OPTIREDUCE_FAULT_DELAY=R:MS:1: the others return before rank R arrives
+int case_bounded_modes();   // reliable after lossy calls is exact, off passes through, bad value refused
+int case_bounded_trace();   // OPTIREDUCE_TRACE: one line per engine call per rank
+int case_bounded_memory();  // 10 000 small bounded calls: resident set flat
+
 }  // namespace mpitest

@@ -8,6 +8,11 @@ or numpy is missing.
 """
 import ctypes
 import sys
+import os
+
+# The ctypes mirrors of the C API live with the examples.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "mpi_examples"))
+from optireduce_ctypes import ProcessStats  # noqa: E402
 
 try:
     import numpy as np
@@ -17,14 +22,6 @@ except ImportError as error:
           "(install python3-mpi4py and python3-numpy)", file=sys.stderr)
     sys.exit(77)
 
-
-class ProcessStats(ctypes.Structure):
-    """include/optireduce/optireduce.h: optireduce_process_stats."""
-    _fields_ = [("intercepted_calls", ctypes.c_uint64), ("passthrough_calls", ctypes.c_uint64),
-                ("bytes_reduced", ctypes.c_uint64), ("entries_reduced", ctypes.c_uint64),
-                ("entries_dropped", ctypes.c_uint64), ("dropped_fraction", ctypes.c_double),
-                ("engines_created", ctypes.c_uint64), ("engine_failures", ctypes.c_uint64),
-                ("bounded_calls", ctypes.c_uint64), ("fallback_calls", ctypes.c_uint64)]
 
 
 comm = MPI.COMM_WORLD

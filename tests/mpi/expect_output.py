@@ -1,0 +1,44 @@
+#!/usr/bin/python3
+"""Runs a command and checks what it printed.
+
+Usage: expect_output.py --expect REGEX [--expect REGEX...] -- COMMAND...
+
+Passes when the command exits 0 and every REGEX matches some line of its standard output
+(re.search, multi-line: ^ and $ anchor at lines). The output is echoed, so ctest
+--output-on-failure shows it. Exit status 77 (the scripts' "cannot import mpi4py/numpy") is
+passed on, for ctest's SKIP_RETURN_CODE.
+"""
+import argparse
+import re
+import subprocess
+import sys
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--expect", action="append", default=[], help="a regular expression the output must match")
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command after --")
+
+    result = subprocess.run(command, stdout=subprocess.PIPE, text=True)
+    sys.stdout.write(result.stdout)
+    sys.stdout.flush()
+    if result.returncode == 77:
+        sys.exit(77)
+    if result.returncode != 0:
+        print(f"expect_output: FAIL: the command exited {result.returncode}"
+              + (" (killed by timeout)" if result.returncode in (124, 137) else ""), file=sys.stderr)
+        sys.exit(1)
+    missing = [e for e in args.expect if not re.search(e, result.stdout, re.MULTILINE)]
+    if missing:
+        for e in missing:
+            print(f"expect_output: FAIL: no output line matches {e!r}", file=sys.stderr)
+        sys.exit(1)
+    print(f"expect_output: PASS: {len(args.expect)} expected lines found")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,569 @@
+// Bounded mode of the engine over the in-process transport: ranks as threads, the real TAR
+// schedule, the real deadline controller, loss injected with EngineOptions.faults.drop (which acts
+// on bounded calls only, exactly as OPTIREDUCE_FAULT_DROP does in a real job).
+//
+// What is checked, and why it can fail:
+//  - calibration calls, then bounded calls, per size class, with the same kind on every rank;
+//  - every entry that differs from the exact sum is counted as dropped (bitwise: the engine sums
+//    in rank order), so a call that reports no loss is exact;
+//  - with no injected loss, data is missing only when some phase ran to its deadline (late data
+//    on this shared machine), and rarely;
+//  - with injected loss, the dropped share follows the injected rate and the error of the
+//    compensated result is as small as N/k scaling and fill promise;
+//  - the loss budget sends every rank to exact ("fallback") calls at the same call;
+//  - the agreed divergence count is the same on every rank;
+//  - the deadlines stay near what calibration measured (no runaway), and the engine's buffers do
+//    not grow over thousands of lossy calls.
+// No duration is asserted except generous bounds: a watchdog, and deadlines orders of magnitude
+// beyond the calibrated times (see drive()).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "engine.hpp"
+#include "inproc_transport.hpp"
+
+namespace optireduce {
+namespace {
+
+using testing::InProcBootstrap;
+using testing::InProcFabric;
+using testing::InProcTransport;
+
+// Ends the whole test binary if a test body does not finish in time: an engine call that hangs
+// would otherwise hold its rank threads (and ctest) forever.
+class Watchdog {
+ public:
+  explicit Watchdog(std::chrono::seconds limit, std::string what) : what_(std::move(what)) {
+    thread_ = std::thread([this, limit] {
+      std::unique_lock lock(mutex_);
+      if (!done_cv_.wait_for(lock, limit, [this] { return done_; })) {
+        std::fprintf(stderr, "bounded_engine_test: %s did not finish within %lld s: the engine hangs\n", what_.c_str(),
+                     static_cast<long long>(limit.count()));
+        std::fflush(stderr);
+        std::_Exit(3);
+      }
+    });
+  }
+  ~Watchdog() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    done_cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::string what_;
+  std::mutex mutex_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+constexpr auto kNoHang = std::chrono::seconds(60);
+
+struct Job {
+  std::shared_ptr<InProcFabric> fabric;
+  std::vector<std::unique_ptr<Engine>> engines;
+  int ranks() const { return static_cast<int>(engines.size()); }
+};
+
+// The per-entry checks here are about the plain data path: N/k scaling and fill act on the result
+// entries themselves, so an entry that is not counted as dropped is exact. A transform of the
+// data (the randomized Hadamard transform, when the engine has one) spreads a lost chunk over many
+// entries by design; it is turned off for these tests where the engine offers the switch.
+template <typename Options>
+void plain_data_path(Options& o) {
+  if constexpr (requires { o.hadamard = decltype(o.hadamard)::off; }) o.hadamard = decltype(o.hadamard)::off;
+}
+
+EngineOptions bounded_options(double drop, unsigned calibration_calls, double loss_budget) {
+  EngineOptions o;
+  plain_data_path(o);
+  o.chunk_elems = 64;  // small chunks: many units of loss per call
+  o.timeout = std::chrono::milliseconds(20000);
+  o.calibration_calls = calibration_calls;
+  o.loss_budget = loss_budget;
+  o.faults.drop = drop;
+  o.faults.seed = 7;
+  return o;
+}
+
+Job make_job(int ranks, const EngineOptions& options) {
+  Job job;
+  job.fabric = std::make_shared<InProcFabric>(ranks);
+  job.engines.resize(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      std::string error;
+      job.engines[r] = Engine::create(r, ranks, std::make_unique<InProcTransport>(job.fabric, r),
+                                      std::make_unique<InProcBootstrap>(job.fabric, r), options, error);
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < ranks; ++r)
+    if (!job.engines[r]) ADD_FAILURE() << "engine of rank " << r << " not created";
+  return job;
+}
+
+// Deterministic data in [-1, 1), different per rank, call and index (cheap to regenerate).
+float value(int rank, int call, std::uint64_t i) {
+  std::uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ (static_cast<std::uint64_t>(rank) + 1) * 0xbf58476d1ce4e5b9ull ^
+                    (static_cast<std::uint64_t>(call) + 17) * 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  x *= 0xd6e8feb86659fd39ull;
+  x ^= x >> 29;
+  return static_cast<float>(static_cast<double>(x >> 40) / double(1ull << 24) * 2.0 - 1.0);
+}
+
+std::vector<float> input_of(int rank, int call, std::uint64_t count) {
+  std::vector<float> v(count);
+  for (std::uint64_t i = 0; i < count; ++i) v[i] = value(rank, call, i);
+  return v;
+}
+
+// The exact result as the engine computes it: float sum in rank order.
+std::vector<float> exact_sum(int ranks, int call, std::uint64_t count) {
+  std::vector<float> sum = input_of(0, call, count);
+  for (int r = 1; r < ranks; ++r)
+    for (std::uint64_t i = 0; i < count; ++i) sum[i] += value(r, call, i);
+  return sum;
+}
+
+// One rank's view of one call.
+struct Observed {
+  CallStats stats;
+  std::uint64_t differing = 0;  // result entries not bitwise equal to the exact sum
+  double error_sq = 0;          // sum of squared errors against the exact sum
+  double exact_sq = 0;          // sum of squares of the exact sum
+  std::size_t buffer_bytes = 0; // engine->buffer_bytes() right after the call
+  double fraction() const { return stats.entries ? double(stats.dropped_entries) / double(stats.entries) : 0; }
+  double relative_rms_error() const { return exact_sq > 0 ? std::sqrt(error_sq / exact_sq) : 0; }
+  // A phase of this bounded call ran to its deadline (rather than completing, or closing at the
+  // short grace after every sender's last slice was in): data was late, not lost.
+  bool expired() const {
+    return stats.kind == CallKind::bounded &&
+           (stats.phase_us[0] >= stats.deadline_us[0] || stats.phase_us[1] >= stats.deadline_us[1]);
+  }
+};
+
+// Some rank of the call ran a phase to its deadline.
+bool any_expired(const std::vector<Observed>& row) {
+  return std::any_of(row.begin(), row.end(), [](const Observed& o) { return o.expired(); });
+}
+
+// Runs calls[i] (a count) as call i on every rank, each rank in its own persistent thread (like
+// MPI processes: no barrier between calls, a fast rank may run ahead). Returns [call][rank] for
+// the calls every rank ran. compare=false skips the reference (long runs that look at counters).
+//
+// Runaway guard: a bounded call's phase deadline far beyond anything calibration measured
+// (over max(100 ms, 20 x the slowest calibration phase) for calls that take well under a
+// millisecond) means the deadlines are running away: each further call would wait that long. The
+// run then fails and stops early instead of crawling into the watchdog. All ranks stop before the
+// same call (the 10th after the first sign): ranks are never more than sync_interval (8) bounded
+// calls apart, since every agreement round (and every exact call) waits for all of them.
+// identical=true gives every rank the same input (rank 0's).
+std::vector<std::vector<Observed>> drive(Job& job, const std::vector<std::uint64_t>& counts, bool compare = true,
+                                         bool identical = false) {
+  const int ranks = job.ranks();
+  const int calls = static_cast<int>(counts.size());
+  std::vector<std::vector<float>> reference(compare ? calls : 0);
+  for (int c = 0; c < calls && compare; ++c) {
+    if (!identical) {
+      reference[c] = exact_sum(ranks, c, counts[c]);
+      continue;
+    }
+    reference[c] = input_of(0, c, counts[c]);
+    for (auto& x : reference[c]) x *= static_cast<float>(ranks);
+  }
+
+  std::atomic<int> stop_before{calls};
+  std::mutex runaway_mutex;
+  std::string runaway;
+  std::vector<int> done(ranks, 0);
+  std::vector<std::vector<Observed>> seen(calls, std::vector<Observed>(ranks));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      Engine& engine = *job.engines[r];
+      double slowest_calibration_us = 0;
+      int c = 0;
+      for (; c < calls && c < stop_before.load(); ++c) {
+        const std::uint64_t count = counts[c];
+        auto in = input_of(identical ? 0 : r, c, count);
+        std::vector<float> out(count, std::nanf(""));  // NaN marks entries the call never wrote
+        Observed& o = seen[c][r];
+        o.stats = engine.allreduce_sum(in.data(), out.data(), count, /*bounded=*/true);
+        o.buffer_bytes = engine.buffer_bytes();
+        if (o.stats.kind == CallKind::calibration)
+          slowest_calibration_us = std::max({slowest_calibration_us, o.stats.phase_us[0], o.stats.phase_us[1]});
+        const double limit_us = std::max(100e3, 20 * slowest_calibration_us);
+        if (o.stats.kind == CallKind::bounded &&
+            std::max(o.stats.deadline_us[0], o.stats.deadline_us[1]) > limit_us) {
+          std::lock_guard lock(runaway_mutex);
+          if (runaway.empty()) {
+            std::ostringstream m;
+            m << "deadlines ran away: rank " << r << ", call " << c + 1 << " of " << count << " floats has deadlines "
+              << o.stats.deadline_us[0] / 1000 << " / " << o.stats.deadline_us[1] / 1000
+              << " ms (scatter / gather), phases took " << o.stats.phase_us[0] / 1000 << " / "
+              << o.stats.phase_us[1] / 1000 << " ms, the slowest calibration phase of this rank took "
+              << slowest_calibration_us / 1000 << " ms";
+            runaway = m.str();
+          }
+          int want = c + 10, current = stop_before.load();
+          while (want < current && !stop_before.compare_exchange_weak(current, want)) {
+          }
+        }
+        if (!compare) continue;
+        const auto& want = reference[c];
+        for (std::uint64_t i = 0; i < count; ++i) {
+          if (std::memcmp(&out[i], &want[i], sizeof(float)) != 0) ++o.differing;
+          const double e = double(out[i]) - double(want[i]);
+          o.error_sq += std::isfinite(e) ? e * e : 1e30;  // a never-written entry is a huge error
+          o.exact_sq += double(want[i]) * double(want[i]);
+        }
+      }
+      done[r] = c;
+    });
+  for (auto& t : threads) t.join();
+  if (!runaway.empty()) ADD_FAILURE() << runaway;
+  const int all_done = *std::min_element(done.begin(), done.end());
+  EXPECT_EQ(all_done, *std::max_element(done.begin(), done.end())) << "ranks stopped at different calls";
+  seen.resize(static_cast<std::size_t>(all_done));
+  return seen;
+}
+
+std::string describe(const Observed& o, int call, int rank) {
+  std::ostringstream s;
+  s << "call " << call << " (sequence " << o.stats.sequence << ") rank " << rank << ": kind " << to_string(o.stats.kind)
+    << ", status " << to_string(o.stats.status) << ", entries " << o.stats.entries << ", dropped "
+    << o.stats.dropped_entries << ", filled " << o.stats.filled_entries << ", differing " << o.differing
+    << ", deadlines " << o.stats.deadline_us[0] << "/" << o.stats.deadline_us[1] << " us, phases "
+    << o.stats.phase_us[0] << "/" << o.stats.phase_us[1] << " us";
+  return s.str();
+}
+
+// What holds for every call of every bounded-mode run: status ok, the same kind on every rank,
+// honest loss accounting, exact results for exact kinds.
+void expect_call_invariants(const std::vector<std::vector<Observed>>& seen, bool compared) {
+  for (std::size_t c = 0; c < seen.size(); ++c) {
+    const auto& row = seen[c];
+    for (std::size_t r = 0; r < row.size(); ++r) {
+      const Observed& o = row[r];
+      const std::string where = describe(o, static_cast<int>(c), static_cast<int>(r));
+      ASSERT_EQ(o.stats.status, CallStatus::ok) << where;
+      ASSERT_EQ(o.stats.sequence, c + 1) << where;
+      ASSERT_EQ(o.stats.kind, row[0].stats.kind) << where << ": ranks disagree on the kind of the call (rank 0: "
+                                                 << to_string(row[0].stats.kind) << ")";
+      ASSERT_LE(o.stats.filled_entries, o.stats.dropped_entries) << where;
+      ASSERT_LE(o.stats.dropped_entries, o.stats.entries) << where;
+      if (o.stats.kind != CallKind::bounded) {
+        EXPECT_EQ(o.stats.dropped_entries, 0u) << where << ": an exact call reports loss";
+        EXPECT_EQ(o.stats.deadline_us[0], 0.0) << where;
+      } else {
+        EXPECT_GT(o.stats.deadline_us[0], 0.0) << where << ": a bounded call without a deadline";
+        EXPECT_GT(o.stats.deadline_us[1], 0.0) << where;
+      }
+      if (!compared) continue;
+      // Every entry that differs from the exact sum must be counted as damaged; undamaged
+      // entries are bitwise exact (same summation order). So an exact call, or a bounded one
+      // that reports no loss, must be bitwise exact.
+      ASSERT_LE(o.differing, o.stats.dropped_entries)
+          << where << ": entries are wrong that the engine did not count as dropped";
+    }
+  }
+}
+
+// Expected share of damaged result entries of one rank when every chunk message (scatter or
+// gather) is discarded independently with probability p, N ranks, equal shards: an entry of the
+// own shard is damaged when one of its N-1 scatter contributions is lost; an entry of another
+// rank's shard when one of that owner's N-1 scatter contributions or its all-gather message to
+// this rank is lost.
+double expected_damage(double p, int n) {
+  const double own = 1 - std::pow(1 - p, n - 1);
+  const double other = 1 - std::pow(1 - p, n);
+  return own / n + other * (n - 1) / n;
+}
+
+TEST(BoundedEngine, WithoutLossBoundedCallsAfterCalibrationAreExact) {
+  Watchdog dog(kNoHang, "WithoutLossBoundedCallsAfterCalibrationAreExact");
+  const int ranks = 3;
+  const unsigned calibration = 20;  // the default: the controller's best estimate of the times
+  // Budget 1: a lossy call must show up as such below, not turn the next calls into fallbacks.
+  Job job = make_job(ranks, bounded_options(0.0, calibration, 1.0));
+  ASSERT_FALSE(HasFailure());
+  const int calls = static_cast<int>(calibration) + 40;
+  const std::vector<std::uint64_t> counts(calls, 1024 * 3 * 8 + 5);  // ~100 KB, uneven shards
+  const auto seen = drive(job, counts);
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
+  // Among others: an entry that differs from the exact sum is always counted as dropped, so a
+  // call that reports no loss is bitwise exact.
+  expect_call_invariants(seen, true);
+  int lossy_calls = 0;
+  std::ostringstream lossy;
+  for (int c = 0; c < calls; ++c) {
+    EXPECT_EQ(seen[c][0].stats.kind, c < static_cast<int>(calibration) ? CallKind::calibration : CallKind::bounded)
+        << "call " << c + 1;
+    bool lost = false;
+    for (int r = 0; r < ranks; ++r) {
+      const Observed& o = seen[c][r];
+      if (o.stats.dropped_entries || o.differing) {
+        lost = true;
+        if (lossy_calls < 4) lossy << "\n  " << describe(o, c, r);
+      }
+    }
+    lossy_calls += lost;
+    // Nothing is injected, so the only possible cause of loss is lateness: a rank thread
+    // descheduled past a deadline on this shared machine. Then some rank of the call ran a phase
+    // to its deadline. Loss in a call where no phase expired (a chunk treated as missing
+    // although it arrived, a phase closed early before its data) is a bug.
+    if (lost) {
+      EXPECT_TRUE(any_expired(seen[c])) << "call " << c + 1 << " lost data although no fault was injected and no "
+                                        << "phase reached its deadline:" << lossy.str();
+    }
+  }
+  // Deadlines are calibrated times with a margin: late data is the exception. (Not zero: a
+  // loaded 2-core machine deschedules rank threads for longer than a call takes.)
+  EXPECT_LE(lossy_calls, 40 / 2) << lossy_calls << " of 40 bounded calls lost data although no fault was injected:"
+                                 << lossy.str();
+  for (int r = 0; r < ranks; ++r) {
+    EXPECT_EQ(job.engines[r]->agreed().injected_drops, 0u);
+    EXPECT_EQ(job.engines[r]->agreed().divergent_calls, job.engines[0]->agreed().divergent_calls);
+  }
+}
+
+class BoundedEngineLoss : public ::testing::TestWithParam<double> {};
+
+TEST_P(BoundedEngineLoss, DroppedFractionFollowsTheRateAndErrorFollowsTheDroppedFraction) {
+  const double p = GetParam();
+  Watchdog dog(kNoHang, "DroppedFractionFollowsTheRate");
+  const int ranks = 4;
+  const int calibration = 2;
+  // Budget 1: every call stays bounded, so every call after calibration measures the loss.
+  Job job = make_job(ranks, bounded_options(p, calibration, 1.0));
+  ASSERT_FALSE(HasFailure());
+  const std::uint64_t chunks_per_shard = 8;
+  const std::uint64_t count = 64 * ranks * chunks_per_shard;
+  const int calls = 150;
+  const auto seen = drive(job, std::vector<std::uint64_t>(calls, count));
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
+  expect_call_invariants(seen, true);
+
+  const double model = expected_damage(p, ranks);
+  // Two means of the per-call dropped share: over every bounded call of every rank, and over the
+  // calls where no rank ran a phase to its deadline. Lateness on this shared machine (a rank
+  // thread descheduled past a deadline of a few hundred microseconds) adds loss on top of the
+  // injected one, and is independent of it: so the first mean must reach the model, and the
+  // second must not exceed it. (Injected loss alone never makes a phase expire: the sender's last
+  // slice is seen even when its payload is discarded, and the phase closes at a short grace.)
+  double all_sum = 0, on_time_sum = 0;
+  std::uint64_t all = 0, on_time = 0, lossy = 0;
+  for (int c = calibration; c < calls; ++c) {
+    const bool late = any_expired(seen[c]);
+    for (int r = 0; r < ranks; ++r) {
+      const Observed& o = seen[c][r];
+      ASSERT_EQ(o.stats.kind, CallKind::bounded) << describe(o, c, r);
+      const double f = o.fraction();
+      all_sum += f;
+      ++all;
+      lossy += f > 0;
+      if (!late) {
+        on_time_sum += f;
+        ++on_time;
+      }
+      // Error bound. Data: zero-mean, independent entries of variance s^2 per rank, so an exact
+      // sum entry has variance N s^2. A damaged entry held from k of N contributions and scaled
+      // by N/k has error (N/k - 1) * (sum of k held) - (sum of N - k missing), of variance
+      // (N - k) N / k * s^2, i.e. (N - k)/k of the exact variance: 1/3 for one missing of 4,
+      // at most N - 1 = 3 (k = 1). An all-gather chunk filled with zero has error equal to the
+      // exact value: ratio 1. So E[error^2] / E[exact^2] <= (N - 1) * f, where f is the damaged
+      // share, and near f itself at these rates (single losses dominate). C = 3 covers the worst
+      // case sqrt(N - 1) = 1.73 with a margin for the sampling noise of one call (the damaged
+      // entries of one call are at least one chunk of 64 entries).
+      const double bound = 3.0 * std::sqrt(f);
+      EXPECT_LE(o.relative_rms_error(), bound) << describe(o, c, r) << ": relative RMS error "
+                                               << o.relative_rms_error() << " above 3*sqrt(f) = " << bound;
+      if (f == 0) {
+        EXPECT_EQ(o.differing, 0u) << describe(o, c, r);
+      }
+    }
+  }
+  const double mean_all = all_sum / double(all);
+  std::printf("drop %.2f: model %.4f, mean dropped share %.4f over %llu rank-calls, %.4f over the %llu without an "
+              "expired phase\n",
+              p, model, mean_all, static_cast<unsigned long long>(all), on_time ? on_time_sum / double(on_time) : 0.0,
+              static_cast<unsigned long long>(on_time));
+  // Sampling noise of these means is a few percent of the model (~100 calls x 4 ranks x 32
+  // chunks); the band is far wider.
+  EXPECT_GE(mean_all, 0.7 * model) << "injected chunk loss " << p << ": mean dropped share " << mean_all
+                                   << " over " << all << " rank-calls, model " << model;
+  ASSERT_GE(on_time, 40u) << "only " << on_time << " of " << all
+                          << " rank-calls were free of expired deadlines: too few to compare with the model";
+  const double mean_on_time = on_time_sum / double(on_time);
+  EXPECT_LE(mean_on_time, 1.3 * model) << "injected chunk loss " << p << ": mean dropped share " << mean_on_time
+                                       << " over " << on_time << " rank-calls without lateness, model " << model;
+  EXPECT_GT(lossy, all / 4) << "loss should touch most calls at this rate";
+
+  // The injection itself: received chunk messages of a bounded call per rank = 2 (N-1) chunks
+  // per shard (N-1 scatter contributions to the own shard, one all-gather message per other
+  // shard chunk).
+  const double messages = double(calls - calibration) * 2 * (ranks - 1) * double(chunks_per_shard);
+  for (int r = 0; r < ranks; ++r) {
+    const double injected = double(job.engines[r]->agreed().injected_drops) / messages;
+    EXPECT_GT(injected, 0.7 * p) << "rank " << r;
+    EXPECT_LT(injected, 1.3 * p) << "rank " << r;
+    // Divergence and fallbacks are agreed: equal on every rank.
+    EXPECT_EQ(job.engines[r]->agreed().divergent_calls, job.engines[0]->agreed().divergent_calls) << "rank " << r;
+    EXPECT_EQ(job.engines[r]->agreed().fallbacks, 0u) << "rank " << r;
+  }
+  // All-gather chunks are lost in most calls at these rates, and agreement rounds ran every 8
+  // bounded calls: 144 bounded calls counted so far (the last 4 await the next round).
+  const auto divergent = job.engines[0]->agreed().divergent_calls;
+  EXPECT_GT(divergent, 0u);
+  EXPECT_LE(divergent, std::uint64_t((calls - calibration) / 8 * 8));
+}
+
+INSTANTIATE_TEST_SUITE_P(Rates, BoundedEngineLoss, ::testing::Values(0.05, 0.2));
+
+TEST(BoundedEngine, LossOverBudgetSendsEveryRankToExactCallsAtTheSameCall) {
+  Watchdog dog(kNoHang, "LossOverBudget");
+  const int ranks = 4;
+  const unsigned calibration = 2;
+  EngineOptions options = bounded_options(0.3, calibration, 0.1);
+  Job job = make_job(ranks, options);
+  ASSERT_FALSE(HasFailure());
+  // Calls 1-2 calibrate, 3-10 are bounded and lose far more than 10 %; the agreement round
+  // started after call 10 (sync_interval 8) is finished one window later, after call 18, and
+  // sends calls 19-34 (reliable_calls_after_overrun) to exact; call 35 is bounded again.
+  const unsigned first_fallback = calibration + 2 * options.sync_interval + 1;
+  const unsigned last_fallback = first_fallback + options.reliable_calls_after_overrun - 1;
+  const int calls = static_cast<int>(last_fallback) + 3;
+  const auto seen = drive(job, std::vector<std::uint64_t>(calls, 64 * ranks * 4));
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
+  expect_call_invariants(seen, true);
+  for (int c = 0; c < calls; ++c) {
+    const unsigned sequence = static_cast<unsigned>(c) + 1;
+    const CallKind want = sequence <= calibration                                          ? CallKind::calibration
+                          : sequence >= first_fallback && sequence <= last_fallback ? CallKind::fallback
+                                                                                             : CallKind::bounded;
+    for (int r = 0; r < ranks; ++r) {
+      const Observed& o = seen[c][r];
+      EXPECT_EQ(o.stats.kind, want) << describe(o, c, r);
+      if (o.stats.kind == CallKind::fallback) {
+        EXPECT_EQ(o.differing, 0u) << describe(o, c, r) << ": a fallback call must be exact";
+        EXPECT_EQ(o.stats.dropped_entries, 0u) << describe(o, c, r);
+      }
+    }
+  }
+  for (int r = 0; r < ranks; ++r) {
+    EXPECT_EQ(job.engines[r]->agreed().fallbacks, 1u) << "rank " << r;
+    EXPECT_EQ(job.engines[r]->agreed().divergent_calls, job.engines[0]->agreed().divergent_calls) << "rank " << r;
+  }
+}
+
+TEST(BoundedEngine, CompensationRebuildsTheSumWhenEveryRankContributesTheSame) {
+  Watchdog dog(kNoHang, "Compensation");
+  // When every rank contributes the same value v to an entry, compensation is exact by
+  // construction: a chunk held from k of N contributors, scaled by N/k, gives N/k * k v = N v; an
+  // all-gather chunk filled with "local" (N times this rank's own contribution) gives N v. So
+  // under heavy loss every entry must still equal N v up to float rounding: a wrong k, a wrong
+  // scale, a fill from the wrong place or at the wrong offset shows up entry by entry.
+  const int ranks = 4;
+  EngineOptions options = bounded_options(0.2, 2, 1.0);
+  options.fill = FillPolicy::local;
+  Job job = make_job(ranks, options);
+  ASSERT_FALSE(HasFailure());
+  const int calls = 26;
+  const auto seen = drive(job, std::vector<std::uint64_t>(calls, 64 * ranks * 8 + 3), true, /*identical=*/true);
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
+  std::uint64_t dropped = 0, filled = 0;
+  for (int c = 0; c < calls; ++c)
+    for (int r = 0; r < ranks; ++r) {
+      const Observed& o = seen[c][r];
+      ASSERT_EQ(o.stats.status, CallStatus::ok) << describe(o, c, r);
+      dropped += o.stats.dropped_entries;
+      filled += o.stats.filled_entries;
+      // Relative RMS error of float rounding (N/k is not exact in float), not of estimation.
+      EXPECT_LE(o.relative_rms_error(), 1e-6) << describe(o, c, r) << ": relative RMS error "
+                                              << o.relative_rms_error();
+    }
+  EXPECT_GT(dropped, 0u) << "20 % chunk loss should damage entries";
+  EXPECT_GT(filled, 0u) << "20 % chunk loss should make ranks fill all-gather chunks";
+}
+
+TEST(BoundedEngine, CallsOfAlternatingSizeClassesCalibrateSeparatelyAndStayConsistent) {
+  Watchdog dog(kNoHang, "AlternatingSizeClasses");
+  const int ranks = 3;
+  const unsigned calibration = 2;
+  Job job = make_job(ranks, bounded_options(0.05, calibration, 1.0));
+  ASSERT_FALSE(HasFailure());
+  // Three size classes (1.2 KB, 20 KB, 120 KB) in turn, plus odd counts within each class
+  // (ragged chunks, uneven shards), and empty calls.
+  const std::uint64_t sizes[] = {300, 5000, 30001, 301, 5003, 29999, 0};
+  std::vector<std::uint64_t> counts;
+  for (int i = 0; i < 42; ++i) counts.push_back(sizes[i % 7]);
+  const auto seen = drive(job, counts);
+  ASSERT_EQ(seen.size(), counts.size());
+  expect_call_invariants(seen, true);
+  std::map<unsigned, unsigned> calls_of_class;
+  std::uint64_t damaged = 0;
+  for (std::size_t c = 0; c < seen.size(); ++c) {
+    const unsigned cls = size_class(counts[c] * sizeof(float));
+    const unsigned nth = ++calls_of_class[cls];
+    for (int r = 0; r < ranks; ++r) {
+      const Observed& o = seen[c][r];
+      const CallKind want = nth <= calibration ? CallKind::calibration : CallKind::bounded;
+      EXPECT_EQ(o.stats.kind, want) << describe(o, static_cast<int>(c), r) << ", call " << nth << " of size class " << cls;
+      if (o.stats.kind == CallKind::calibration) {
+        EXPECT_EQ(o.differing, 0u) << describe(o, static_cast<int>(c), r);
+      }
+      if (o.stats.kind == CallKind::bounded && o.stats.entries) {
+        EXPECT_LE(o.relative_rms_error(), 3.0 * std::sqrt(o.fraction())) << describe(o, static_cast<int>(c), r);
+      }
+      damaged += o.stats.dropped_entries;
+    }
+  }
+  EXPECT_GT(damaged, 0u) << "5 % chunk loss should damage some entries";
+  for (int r = 0; r < ranks; ++r)
+    EXPECT_EQ(job.engines[r]->agreed().divergent_calls, job.engines[0]->agreed().divergent_calls) << "rank " << r;
+}
+
+TEST(BoundedEngine, BuffersStayFlatOverThousandsOfLossyCalls) {
+  Watchdog dog(kNoHang, "BuffersStayFlat");
+  const int ranks = 4;
+  Job job = make_job(ranks, bounded_options(0.1, 2, 1.0));
+  ASSERT_FALSE(HasFailure());
+  const int calls = 2000;
+  const auto seen = drive(job, std::vector<std::uint64_t>(calls, 64 * ranks * 4), /*compare=*/false);
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
+  expect_call_invariants(seen, false);
+  std::uint64_t dropped = 0;
+  for (int r = 0; r < ranks; ++r) {
+    const std::size_t early = seen[20][r].buffer_bytes;
+    EXPECT_GT(early, 0u);
+    for (int c = 20; c < calls; ++c) {
+      ASSERT_EQ(seen[c][r].buffer_bytes, early) << "rank " << r << ": engine buffers grew at call " << c << " from "
+                                                << early << " to " << seen[c][r].buffer_bytes << " bytes";
+      dropped += seen[c][r].stats.dropped_entries;
+    }
+    // Two staging copies, the receive slots and the send headers: a few times the call.
+    EXPECT_LE(job.engines[r]->buffer_bytes(), 4 * job.engines[r]->largest_call_bytes() + 65536) << "rank " << r;
+  }
+  EXPECT_GT(dropped, 0u) << "the calls were meant to be lossy";
+}
+
+}  // namespace
+}  // namespace optireduce
