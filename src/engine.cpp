@@ -181,7 +181,7 @@ Engine::Staging& Engine::pick_staging(bool bounded, Clock::time_point deadline, 
   return s;
 }
 
-void Engine::begin_call(Staging& staging, const float* input, float* output, std::uint64_t count) {
+void Engine::begin_call(Staging& staging, float* output, std::uint64_t count) {
   ++epoch_;
   in_call_ = true;
   transformed_ = false;
@@ -210,6 +210,7 @@ void Engine::begin_call(Staging& staging, const float* input, float* output, std
   for (int p = 0; p < ranks_; ++p)
     if (p != rank_) gather_remaining_ += layout_.chunks_in_shard(p);
   gather_expected_ = gather_remaining_;
+  decoded_.assign(ranks_, 0);
   dropped_entries_ = 0;
   filled_entries_ = 0;
   last_arrival_.fill(Clock::now());
@@ -247,7 +248,7 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
   TransportStatus ts = TransportStatus::ok;
   Staging& staging = pick_staging(bounded, hard_deadline, ts);
   if (ts != TransportStatus::ok) return fail(stats, ts, start, count);
-  begin_call(staging, input, output, count);
+  begin_call(staging, output, count);
   scatter_source_ = staging.data.data();
   bounded_call_ = bounded;
   transformed_ = bounded && (options_.hadamard == HadamardMode::on ||
@@ -370,13 +371,11 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
     if (!bounded) return fail(stats, TransportStatus::timeout, start, count);
     fill_missing_gather_chunks();
   }
-  if (transformed_) {
-    HadamardOptions h;
-    h.block_log2 = options_.hadamard_block_log2;
-    for (int p = 0; p < ranks_; ++p)
-      hadamard_decode(staging.data.data() + layout_.shard_begin(p), output_ + layout_.shard_begin(p),
-                      layout_.shard_size(p), hadamard_seed(comm_id_, epoch_, static_cast<std::uint64_t>(p)), h);
-  }
+  // Decoding once at the end keeps this rank's own work out of the phases' deadlines, which were
+  // calibrated on the network alone (decoding a shard as soon as it completes was measured to
+  // push phases past their deadlines on a busy host).
+  if (transformed_)
+    for (int p = 0; p < ranks_; ++p) decode_shard(p);
   stats.phase_us[1] = us_since(gather_start);
   const double gather_fraction =
       gather_expected_ ? double(gather_expected_ - gather_remaining_) / double(gather_expected_) : 1.0;
@@ -651,6 +650,7 @@ void Engine::reduce_chunk(std::uint32_t chunk) {
   if (partial) dropped_entries_ += e.length;
   contributors_[chunk] = static_cast<std::uint16_t>(-1);  // closed: later contributions are stale
   ++reduced_chunks_;
+
   // Chunks are reduced in the order their contributions complete, so "last" is the last one
   // reduced, not the highest index.
   std::uint16_t flags = own_shard_reduced() ? WireHeader::kFlagLastSlice : 0;
@@ -692,6 +692,15 @@ void Engine::fill_missing_gather_chunks() {
     }
   }
   gather_remaining_ = 0;
+}
+
+void Engine::decode_shard(int p) {
+  if (decoded_[p]) return;
+  decoded_[p] = 1;
+  HadamardOptions h;
+  h.block_log2 = options_.hadamard_block_log2;
+  hadamard_decode(current_->data.data() + layout_.shard_begin(p), output_ + layout_.shard_begin(p), layout_.shard_size(p),
+                  hadamard_seed(comm_id_, epoch_, static_cast<std::uint64_t>(p)), h);
 }
 
 bool Engine::peers_served() const {

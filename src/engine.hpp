@@ -136,13 +136,15 @@ class Engine {
   CallKind choose_kind(unsigned cls) const;
   bool staging_free(const Staging& s) const;
   TransportStatus wait_until(Clock::time_point deadline, const std::function<bool()>& done, bool give_up_quietly);
-  void begin_call(Staging& staging, const float* input, float* output, std::uint64_t count);
+  void begin_call(Staging& staging, float* output, std::uint64_t count);
   void on_message(const InboundMessage& message);
   void apply(const WireHeader& h, std::size_t payload_size, const PayloadReader& receive);
   void note_stamps(const WireHeader& h);
   void reduce_chunk(std::uint32_t chunk);
   void close_scatter_phase();
   void fill_missing_gather_chunks();
+  // Decodes shard p from staging into the caller's buffer (Hadamard calls), once.
+  void decode_shard(int p);
   // Where the all-gather of this call lands: the caller's buffer, or staging when the call runs
   // in the Hadamard domain (decoded into the caller's buffer at the end).
   float* gather_target() const { return transformed_ ? current_->data.data() : output_; }
@@ -193,6 +195,7 @@ class Engine {
   std::uint64_t scatter_expected_ = 0;
   std::uint64_t gather_remaining_ = 0;
   std::uint64_t gather_expected_ = 0;
+  std::vector<std::uint8_t> decoded_;               // shards already decoded (Hadamard calls)
   std::uint64_t dropped_entries_ = 0;
   std::uint64_t filled_entries_ = 0;
   std::array<Clock::time_point, kTarPhases> last_arrival_{};  // latest chunk applied per phase
