@@ -168,15 +168,15 @@ Engine::Staging& Engine::pick_staging(bool bounded, Clock::time_point deadline, 
     return *staging_.back();
   };
   if (staging_.empty()) return fresh();
-  if (bounded) {
-    // The least recently used free buffer keeps the sends of the last call untouched longest.
-    for (std::size_t i = 1; i <= staging_.size(); ++i) {
-      Staging& s = *staging_[(epoch_ + i) % staging_.size()];
-      if (staging_free(s)) return s;
-    }
-    if (staging_.size() < kMaxStaging) return fresh();
+  // Any buffer whose sends have all completed, the least recently used first (it leaves the
+  // last call's sends untouched longest). Exact calls end only when every peer has their data,
+  // so an exact-only engine keeps one buffer.
+  for (std::size_t i = 1; i <= staging_.size(); ++i) {
+    Staging& s = *staging_[(epoch_ + i) % staging_.size()];
+    if (staging_free(s)) return s;
   }
-  Staging& s = *staging_[bounded ? epoch_ % staging_.size() : 0];
+  if (bounded && staging_.size() < kMaxStaging) return fresh();
+  Staging& s = *staging_[epoch_ % staging_.size()];
   ts = wait_until(deadline, [&] { return staging_free(s); }, false);
   return s;
 }

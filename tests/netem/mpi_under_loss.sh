@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# netem.mpi_bounded_loss1: a 2-rank optireduce-bench job with the library preloaded, inside a
-# scripts/netem.sh namespace of the given profile, everything over TCP, OPTIREDUCE_MODE=bounded.
+# netem.mpi_*_loss1: a 2-rank optireduce-bench job with the library preloaded, inside a
+# scripts/netem.sh namespace of the given profile, everything over TCP, in the OPTIREDUCE_MODE
+# given by NETEM_TEST_MODE (default bounded).
 # It must exit 0 before the timeout, the engine must have run every call over UCX tcp (never shared
 # memory, which would bypass the lossy loopback) and the loopback must have dropped packets.
 #   mpi_under_loss.sh NETEM_SH PROFILE TIMEOUT SECONDS MPIEXEC LIBRARY BENCH WORKDIR
@@ -16,7 +17,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cmd=("$netem" --profile "$profile" --stats "$work/netem.json" --
   "$timeout_exe" -k 10 "$seconds" "$mpiexec" -np 2 --oversubscribe
   --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo
-  -x LD_PRELOAD="$lib" -x OPTIREDUCE_UCX_TLS=tcp -x OPTIREDUCE_MODE=bounded
+  -x LD_PRELOAD="$lib" -x OPTIREDUCE_UCX_TLS=tcp -x OPTIREDUCE_MODE="${NETEM_TEST_MODE:-bounded}"
   -x OPTIREDUCE_REPORT="$work/report.json" -x OPTIREDUCE_TRACE="$work/trace.txt"
   "$bench" --sizes 1M,4M --iters 20 --warmup 25 --json "$work/bench.json")
 echo "+ ${cmd[*]}"
