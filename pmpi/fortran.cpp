@@ -111,36 +111,36 @@ void finalize(FinalizeFn real, MPI_Fint* ierror) {
 }  // namespace
 
 // One wrapper per mangled name; each forwards to the MPI's symbol of the same name.
-#define OPTIREDUCE_FORTRAN_ALLREDUCE(name)                                                                   \
+#define OR_FORTRAN_ALLREDUCE(name)                                                                   \
   extern "C" void name(void* s, void* r, MPI_Fint* n, MPI_Fint* t, MPI_Fint* o, MPI_Fint* c, MPI_Fint* e) { \
     static const AllreduceFn real = next_symbol<AllreduceFn>(#name);                                         \
     allreduce(real, s, r, n, t, o, c, e);                                                                    \
   }
-#define OPTIREDUCE_FORTRAN_INIT(name)                           \
+#define OR_FORTRAN_INIT(name)                           \
   extern "C" void name(MPI_Fint* e) {                           \
     static const InitFn real = next_symbol<InitFn>(#name);      \
     init(real, e);                                              \
   }
-#define OPTIREDUCE_FORTRAN_INIT_THREAD(name)                                  \
+#define OR_FORTRAN_INIT_THREAD(name)                                  \
   extern "C" void name(MPI_Fint* required, MPI_Fint* provided, MPI_Fint* e) { \
     static const InitThreadFn real = next_symbol<InitThreadFn>(#name);        \
     init_thread(real, required, provided, e);                                 \
   }
-#define OPTIREDUCE_FORTRAN_FINALIZE(name)                           \
+#define OR_FORTRAN_FINALIZE(name)                           \
   extern "C" void name(MPI_Fint* e) {                               \
     static const FinalizeFn real = next_symbol<FinalizeFn>(#name);  \
     finalize(real, e);                                              \
   }
 
-#define OPTIREDUCE_FORTRAN_ALL_MANGLINGS(MACRO, lower, upper) \
+#define OR_FORTRAN_ALL_MANGLINGS(MACRO, lower, upper) \
   MACRO(lower) MACRO(lower##_) MACRO(lower##__) MACRO(upper)
 
-OPTIREDUCE_FORTRAN_ALL_MANGLINGS(OPTIREDUCE_FORTRAN_ALLREDUCE, mpi_allreduce, MPI_ALLREDUCE)
-OPTIREDUCE_FORTRAN_ALL_MANGLINGS(OPTIREDUCE_FORTRAN_INIT, mpi_init, MPI_INIT)
-OPTIREDUCE_FORTRAN_ALL_MANGLINGS(OPTIREDUCE_FORTRAN_INIT_THREAD, mpi_init_thread, MPI_INIT_THREAD)
-OPTIREDUCE_FORTRAN_ALL_MANGLINGS(OPTIREDUCE_FORTRAN_FINALIZE, mpi_finalize, MPI_FINALIZE)
+OR_FORTRAN_ALL_MANGLINGS(OR_FORTRAN_ALLREDUCE, mpi_allreduce, MPI_ALLREDUCE)
+OR_FORTRAN_ALL_MANGLINGS(OR_FORTRAN_INIT, mpi_init, MPI_INIT)
+OR_FORTRAN_ALL_MANGLINGS(OR_FORTRAN_INIT_THREAD, mpi_init_thread, MPI_INIT_THREAD)
+OR_FORTRAN_ALL_MANGLINGS(OR_FORTRAN_FINALIZE, mpi_finalize, MPI_FINALIZE)
 // `use mpi_f08` (Open MPI): same arguments, handles are one-integer derived types, ierror optional.
-OPTIREDUCE_FORTRAN_ALLREDUCE(mpi_allreduce_f08_)
-OPTIREDUCE_FORTRAN_INIT(mpi_init_f08_)
-OPTIREDUCE_FORTRAN_INIT_THREAD(mpi_init_thread_f08_)
-OPTIREDUCE_FORTRAN_FINALIZE(mpi_finalize_f08_)
+OR_FORTRAN_ALLREDUCE(mpi_allreduce_f08_)
+OR_FORTRAN_INIT(mpi_init_f08_)
+OR_FORTRAN_INIT_THREAD(mpi_init_thread_f08_)
+OR_FORTRAN_FINALIZE(mpi_finalize_f08_)

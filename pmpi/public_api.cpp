@@ -7,13 +7,13 @@
 #include "runtime.hpp"
 #include "stats.hpp"
 
-#define OPTIREDUCE_STR2(x) #x
-#define OPTIREDUCE_STR(x) OPTIREDUCE_STR2(x)
+#define OR_STR2(x) #x
+#define OR_STR(x) OR_STR2(x)
 
 extern "C" {
 
 const char* optireduce_version(void) {
-  return OPTIREDUCE_STR(OPTIREDUCE_VERSION_MAJOR) "." OPTIREDUCE_STR(OPTIREDUCE_VERSION_MINOR) "." OPTIREDUCE_STR(
+  return OR_STR(OPTIREDUCE_VERSION_MAJOR) "." OR_STR(OPTIREDUCE_VERSION_MINOR) "." OR_STR(
       OPTIREDUCE_VERSION_PATCH);
 }
 

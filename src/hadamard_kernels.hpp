@@ -97,7 +97,7 @@ Kernels avx512_kernels();
 }  // namespace optireduce::hadamard_detail
 
 // Each SIMD translation unit stamps out its kernel table with this.
-#define OPTIREDUCE_HADAMARD_KERNELS(name)                                                              \
+#define OR_HADAMARD_KERNELS(name)                                                              \
   namespace optireduce::hadamard_detail {                                                              \
   namespace {                                                                                          \
   void enc_blocks(const Job& j) { encode_blocks(j); }                                                  \

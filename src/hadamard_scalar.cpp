@@ -1,4 +1,4 @@
 // The transform's kernels built for the scalar level (flags in CMakeLists.txt).
 #include "hadamard_kernels.hpp"
 
-OPTIREDUCE_HADAMARD_KERNELS(scalar_kernels)
+OR_HADAMARD_KERNELS(scalar_kernels)
