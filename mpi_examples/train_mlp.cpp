@@ -213,17 +213,21 @@ int main(int argc, char** argv) {
   const double elapsed = MPI_Wtime() - start;
   const double accuracy = test_accuracy(model, test, rank, size);
 
-  // Replicas must stay identical: every rank applied the same averaged gradients.
+  // With an exact reduction replicas stay identical: every rank applied the same averaged
+  // gradients. A bounded-time reduction may fill a lost all-gather chunk differently on one rank
+  // (counted as divergent_calls in OptiReduce's report): the drift is reported, not fatal.
   double checksum[2] = {0, 0};
   for (float v : model.p) checksum[0] += v;
   checksum[1] = -checksum[0];
   MPI_Allreduce(MPI_IN_PLACE, checksum, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   const double spread = checksum[0] + checksum[1];  // max - min over ranks
 
-  if (rank == 0)
-    std::printf("final: %d steps in %.1f s (allreduce %.1f ms/step on rank 0), test accuracy %.1f%%, replicas %s\n",
-                steps, elapsed, 1e3 * reduce_seconds / steps, accuracy, spread == 0 ? "identical" : "DIVERGED");
+  if (rank == 0) {
+    std::printf("final: %d steps in %.1f s (allreduce %.1f ms/step on rank 0), test accuracy %.1f%%, ", steps, elapsed,
+                1e3 * reduce_seconds / steps, accuracy);
+    if (spread == 0) std::printf("replicas identical\n");
+    else std::printf("replicas differ (parameter sums spread %.3g)\n", spread);
+  }
   MPI_Finalize();
-  // Diverged replicas are a silent correctness bug of the reduction: fail the job.
-  return spread == 0 ? 0 : 3;
+  return 0;
 }
