@@ -33,20 +33,18 @@ bool run_engine(const void* sendbuf, void* recvbuf, std::int64_t count, MPI_Comm
   if (mode == Mode::off) return false;
   const float* input = static_cast<const float*>(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf);
   CallStats stats;
-  int rank = 0;
   {
     std::lock_guard lock(state.mutex);
     Engine* engine = comm_engine(state, config());
     if (!engine) return false;
     stats = engine->allreduce_sum(input, static_cast<float*>(recvbuf), static_cast<std::uint64_t>(count),
                                   mode == Mode::bounded);
-    rank = engine->rank();
   }
   ProcessStats::instance().record_intercepted({static_cast<std::uint64_t>(count) * sizeof(float), stats.entries,
                                                stats.dropped_entries, stats.latency_us,
                                                stats.kind == CallKind::bounded, stats.kind == CallKind::fallback,
                                                stats.deadline_us[0] + stats.deadline_us[1]});
-  trace_call(rank, stats);
+  trace_call(stats);
   if (stats.status != CallStatus::ok) {
     // Never hang and never return wrong data silently: the communicator's error handler decides
     // (MPI_ERRORS_ARE_FATAL, the default, ends the job).

@@ -24,6 +24,7 @@ bool g_finalized = false;
 std::atomic<bool> g_active{false};
 std::atomic<bool> g_initialized_flag{false};
 CallTrace g_trace;
+int g_world_rank = 0;  // the trace names ranks of MPI_COMM_WORLD
 std::mutex g_trace_mutex;
 Config g_config;
 thread_local int t_nesting = 0;
@@ -128,13 +129,10 @@ bool NestedCallGuard::nested() { return t_nesting > 0; }
 bool active() { return g_active.load(std::memory_order_acquire); }
 bool initialized() { return g_initialized_flag.load(std::memory_order_acquire); }
 
-void trace_call(int comm_rank, const CallStats& call) {
+void trace_call(const CallStats& call) {
   if (!g_trace.enabled()) return;
   std::lock_guard lock(g_trace_mutex);
-  (void)comm_rank;
-  int world_rank = 0;
-  PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  g_trace.write(world_rank, call);
+  g_trace.write(g_world_rank, call);
 }
 const Config& config() { return g_config; }
 
@@ -146,6 +144,7 @@ void after_init() {
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &size);
   set_log_rank(rank);
+  g_world_rank = rank;
 
   ConfigResult parsed = parse_config(process_environment());
   const std::string settings = parsed.config.agreement_text() + ";version=" + optireduce_version();

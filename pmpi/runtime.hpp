@@ -22,7 +22,7 @@ bool active();
 // True between after_init() and before_finalize(), whatever the mode.
 bool initialized();
 // Appends the call to OPTIREDUCE_TRACE when it is set.
-void trace_call(int comm_rank, const CallStats& call);
+void trace_call(const CallStats& call);
 
 const Config& config();
 

@@ -21,10 +21,6 @@ void CallTrace::close() {
   fd_ = -1;
 }
 
-const char* CallTrace::header() {
-  return "rank sequence entries kind status deadline_scatter_us deadline_gather_us scatter_us gather_us latency_us "
-         "dropped_entries filled_entries transformed";
-}
 
 void CallTrace::write(int rank, const CallStats& c) {
   if (fd_ < 0) return;

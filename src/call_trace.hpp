@@ -1,4 +1,6 @@
-// OPTIREDUCE_TRACE: one line per engine call per rank, appended to one file shared by the ranks,
+// OPTIREDUCE_TRACE: one line per engine call per rank, appended to one file shared by the ranks
+// (columns: rank sequence entries kind status deadline_scatter_us deadline_gather_us scatter_us
+// gather_us latency_us dropped_entries filled_entries transformed),
 // for plotting a run after the fact. Each line is a single write(2) to an O_APPEND descriptor, so
 // lines of different ranks never interleave.
 #pragma once
@@ -17,8 +19,6 @@ class CallTrace {
   bool enabled() const { return fd_ >= 0; }
   void write(int rank, const CallStats& call);
   void close();
-
-  static const char* header();
 
  private:
   int fd_ = -1;

@@ -709,10 +709,5 @@ bool Engine::peers_served() const {
   return true;
 }
 
-bool Engine::sends_drained() const {
-  for (int p = 0; p < ranks_; ++p)
-    if (p != rank_ && transport_->sends_in_flight(p) != 0) return false;
-  return true;
-}
 
 }  // namespace optireduce

@@ -151,7 +151,6 @@ class Engine {
   TransportStatus send_chunk(int peer, Phase phase, const Extent& extent, std::uint16_t flags);
   bool own_shard_reduced() const { return reduced_chunks_ == layout_.chunks_in_shard(rank_); }
   bool peers_served() const;
-  bool sends_drained() const;
   void agree_after_bounded_call(const CallStats& call);
   CallStats fail(CallStats stats, TransportStatus ts, Clock::time_point start, std::uint64_t count);
 

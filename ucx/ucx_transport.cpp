@@ -80,7 +80,6 @@ class UcxTransport final : public Transport {
   std::vector<std::uint8_t> hello_from_;
   std::deque<Arrived> inbox_;
   bool failed_ = false;
-  int rank_ = -1;
   std::int32_t hello_header_ = -1;  // read by UCX until the hello sends complete
   std::string description_ = "ucx (not connected)";
 };
@@ -217,7 +216,6 @@ void UcxTransport::on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
 
 TransportStatus UcxTransport::connect(int self_rank, const std::vector<std::vector<std::byte>>& peers,
                                       Clock::time_point deadline) {
-  rank_ = self_rank;
   const std::size_t n = peers.size();
   endpoints_.assign(n, nullptr);
   in_flight_.assign(n, 0);

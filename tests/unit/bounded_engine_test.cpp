@@ -75,11 +75,7 @@ class Watchdog {
 
 constexpr auto kNoHang = std::chrono::seconds(60);
 
-struct Job {
-  std::shared_ptr<InProcFabric> fabric;
-  std::vector<std::unique_ptr<Engine>> engines;
-  int ranks() const { return static_cast<int>(engines.size()); }
-};
+using Job = testing::InProcJob;
 
 // The per-entry checks here are about the plain data path: N/k scaling and fill act on the result
 // entries themselves, so an entry that is not counted as dropped is exact. A transform of the
@@ -103,17 +99,7 @@ EngineOptions bounded_options(double drop, unsigned calibration_calls, double lo
 }
 
 Job make_job(int ranks, const EngineOptions& options) {
-  Job job;
-  job.fabric = std::make_shared<InProcFabric>(ranks);
-  job.engines.resize(ranks);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r)
-    threads.emplace_back([&, r] {
-      std::string error;
-      job.engines[r] = Engine::create(r, ranks, std::make_unique<InProcTransport>(job.fabric, r),
-                                      std::make_unique<InProcBootstrap>(job.fabric, r), options, error);
-    });
-  for (auto& t : threads) t.join();
+  Job job = testing::start_inproc_job(ranks, options);
   for (int r = 0; r < ranks; ++r)
     if (!job.engines[r]) ADD_FAILURE() << "engine of rank " << r << " not created";
   return job;

@@ -17,27 +17,13 @@ using testing::InProcBootstrap;
 using testing::InProcFabric;
 using testing::InProcTransport;
 
-struct Job {
-  std::shared_ptr<InProcFabric> fabric;
-  std::vector<std::unique_ptr<Engine>> engines;
-};
+using Job = testing::InProcJob;
 
 Job make_job(int ranks, std::uint32_t chunk_elems) {
-  Job job;
-  job.fabric = std::make_shared<InProcFabric>(ranks);
-  job.engines.resize(ranks);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r)
-    threads.emplace_back([&, r] {
-      EngineOptions options;
-      options.chunk_elems = chunk_elems;
-      options.timeout = std::chrono::milliseconds(10000);
-      std::string error;
-      job.engines[r] = Engine::create(r, ranks, std::make_unique<InProcTransport>(job.fabric, r),
-                                      std::make_unique<InProcBootstrap>(job.fabric, r), options, error);
-    });
-  for (auto& t : threads) t.join();
-  return job;
+  EngineOptions options;
+  options.chunk_elems = chunk_elems;
+  options.timeout = std::chrono::milliseconds(10000);
+  return testing::start_inproc_job(ranks, options);
 }
 
 std::vector<float> input_of(int rank, std::uint64_t count, bool integers) {

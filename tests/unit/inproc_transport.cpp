@@ -1,6 +1,7 @@
 #include "inproc_transport.hpp"
 
 #include <cstring>
+#include <thread>
 
 namespace optireduce::testing {
 
@@ -59,6 +60,21 @@ TransportStatus InProcTransport::poll(Clock::time_point deadline,
     on_message(in);
   } while (fabric_->take(rank_, Clock::time_point::min(), m));
   return TransportStatus::ok;
+}
+
+InProcJob start_inproc_job(int ranks, const EngineOptions& options) {
+  InProcJob job;
+  job.fabric = std::make_shared<InProcFabric>(ranks);
+  job.engines.resize(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      std::string error;
+      job.engines[r] = Engine::create(r, ranks, std::make_unique<InProcTransport>(job.fabric, r),
+                                      std::make_unique<InProcBootstrap>(job.fabric, r), options, error);
+    });
+  for (auto& t : threads) t.join();
+  return job;
 }
 
 }  // namespace optireduce::testing

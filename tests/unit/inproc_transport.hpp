@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bootstrap.hpp"
+#include "engine.hpp"
 #include "optireduce/transport.hpp"
 
 namespace optireduce::testing {
@@ -72,5 +73,14 @@ class InProcBootstrap final : public Bootstrap {
   std::shared_ptr<InProcFabric> fabric_;
   int rank_;
 };
+
+// N engines over one in-process fabric, created concurrently (creation is collective). An entry
+// is null when creation failed.
+struct InProcJob {
+  std::shared_ptr<InProcFabric> fabric;
+  std::vector<std::unique_ptr<Engine>> engines;
+  int ranks() const { return static_cast<int>(engines.size()); }
+};
+InProcJob start_inproc_job(int ranks, const EngineOptions& options);
 
 }  // namespace optireduce::testing
