@@ -171,6 +171,7 @@ sw="$prefix-sw"
 created=()     # namespaces to delete
 tmp=""
 child=""
+started=0      # the command was started: the counters mean something
 
 # Namespaces of a cluster.sh that was killed with SIGKILL (no trap): remove them and what runs in them.
 for stale in $(ip netns list 2>/dev/null | awk '$1 ~ /^orcl-[0-9]+-(sw|h[0-9]+)$/ { print $1 }'); do
@@ -247,7 +248,7 @@ cleanup() {
   trap - EXIT INT TERM HUP
   if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then kill -TERM "$child" 2>/dev/null; fi
   if [ "${#created[@]}" -gt 0 ]; then
-    if [ "$mode" != self-test ]; then
+    if [ "$mode" != self-test ] && [ "$started" = 1 ]; then
       [ "$quiet" = 1 ] || summary
       if [ -n "$stats_file" ]; then
         stats_json "$rc" > "$stats_file" || echo "$prog: warning: cannot write --stats $stats_file" >&2
@@ -297,8 +298,8 @@ for ((i = 0; i < hosts; i++)); do
   rate=$(rate_of "$i")
   if [ -n "$rate" ]; then
     ip -n "$ns" link set eth0 txqueuelen 1000 2>/dev/null
-    ip -n "$ns" qdisc add dev eth0 root tbf rate "$rate" burst "$burst" latency 100ms \
-      && ip -n "$sw" qdisc add dev "h$i" root tbf rate "$rate" burst "$burst" latency 100ms \
+    tc -n "$ns" qdisc add dev eth0 root tbf rate "$rate" burst "$burst" latency 100ms \
+      && tc -n "$sw" qdisc add dev "h$i" root tbf rate "$rate" burst "$burst" latency 100ms \
       || die_setup "tc rejected rate \"$rate\" burst \"$burst\" for host $i"
   fi
 done
@@ -445,7 +446,7 @@ EOF
         m = (n - got) / n
         sd = sqrt(p * (1 - p) / n); tol = 0.5 * p; if (5 * sd > tol) tol = 5 * sd
         lo = p - tol; if (lo < 0) lo = 0; hi = p + tol
-        if (p == 0) { lo = 0; hi = 0.002 }   # a clean path may lose the odd datagram to a full socket buffer only
+        if (p == 0) { lo = 0; hi = 0.005 }   # a clean path: at most the odd datagram (a full socket buffer)
         ok = m >= lo - 1e-12 && m <= hi + 1e-12
         printf "cluster self-test: path h%d -> h%d: expected loss %.1f per mille, %d of %d datagrams arrived: %.1f per mille: %s\n",
           i, j, 1000 * p, got, n, 1000 * m, ok ? "ok" : "FAIL"
@@ -466,6 +467,7 @@ if [ "$mode" = mpirun ]; then
 fi
 # Like netem.sh: the command keeps this script's stdin and runs in the background so a signal
 # reaches the trap at once.
+started=1
 ip netns exec "$prefix-h0" unshare --uts -- /bin/sh -c 'hostname h0 && exec "$@"' sh "$@" <&0 &
 child=$!
 wait "$child"
