@@ -60,11 +60,14 @@ const float* signs(std::uint64_t seed, std::uint32_t n) {
   return cached.data();
 }
 
+// Per thread, 64-byte aligned: the wide kernels keep whole cache lines in it.
 float* scratch(std::uint32_t block) {
+  constexpr std::size_t kLineFloats = 16;
   thread_local std::vector<float> buffer;
-  const std::size_t need = static_cast<std::size_t>(kTile) * block;
+  const std::size_t need = scratch_floats(block) + kLineFloats;
   if (buffer.size() < need) buffer.resize(need);
-  return buffer.data();
+  const auto address = reinterpret_cast<std::uintptr_t>(buffer.data());
+  return buffer.data() + (-address / sizeof(float)) % kLineFloats;
 }
 
 template <bool Encode>

@@ -1,13 +1,18 @@
 // The transform's loops, compiled once per SIMD level (hadamard_scalar.cpp, hadamard_avx2.cpp,
 // hadamard_avx512.cpp, each with its own flags); hadamard.cpp picks one at run time.
+//
+// Every function here lives in an anonymous namespace: each translation unit keeps its own copy,
+// built with its own flags. Shared inline functions would let the linker pick the AVX-512 copy
+// for the scalar kernels.
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 namespace optireduce::hadamard_detail {
 
-// Blocks transformed together: the interleaved writes then fill whole cache lines.
+// Blocks transformed together: the interleaved rows then fill whole cache lines (16 floats).
 constexpr std::uint32_t kTile = 16;
 
 struct Job {
@@ -17,11 +22,31 @@ struct Job {
   std::uint32_t size;     // B, a power of two
   const float* signs;     // B signs, ±1
   float scale;            // 1 / sqrt(B)
-  float* scratch;         // kTile * B floats
+  float* scratch;         // scratch_floats(B) floats, 64-byte aligned
 };
 
-// One butterfly stage over two halves that never overlap; __restrict lets the compiler use
-// whole vectors for it.
+// Room for a tile of kTile blocks, plus the padding rows of the wide kernels (hadamard_simd.hpp).
+constexpr std::size_t scratch_floats(std::uint32_t block) {
+  return std::size_t{kTile} * (block + block / 512 + 1);
+}
+
+struct Kernels {
+  void (*encode_blocks)(const Job&);
+  void (*decode_blocks)(const Job&);
+  void (*encode_one)(const float*, float*, std::uint32_t, const float*, float);
+  void (*decode_one)(const float*, float*, std::uint32_t, const float*, float);
+};
+
+Kernels scalar_kernels();
+Kernels avx2_kernels();
+Kernels avx512_kernels();
+
+namespace {
+// The plain loops: the scalar level, the oracle of the tests, and the wide kernels' fallback for
+// blocks shorter than a vector row.
+namespace reference {
+
+// One butterfly stage over two halves that never overlap.
 inline void butterfly(float* __restrict lo, float* __restrict hi, std::uint32_t h) {
   for (std::uint32_t j = 0; j < h; ++j) {
     const float a = lo[j], b = hi[j];
@@ -83,27 +108,6 @@ inline void decode_one(const float* in, float* out, std::uint32_t n, const float
   for (std::uint32_t j = 0; j < n; ++j) out[j] *= scale * signs[j];
 }
 
-struct Kernels {
-  void (*encode_blocks)(const Job&);
-  void (*decode_blocks)(const Job&);
-  void (*encode_one)(const float*, float*, std::uint32_t, const float*, float);
-  void (*decode_one)(const float*, float*, std::uint32_t, const float*, float);
-};
-
-Kernels scalar_kernels();
-Kernels avx2_kernels();
-Kernels avx512_kernels();
-
+}  // namespace reference
+}  // namespace
 }  // namespace optireduce::hadamard_detail
-
-// Each SIMD translation unit stamps out its kernel table with this.
-#define OR_HADAMARD_KERNELS(name)                                                              \
-  namespace optireduce::hadamard_detail {                                                              \
-  namespace {                                                                                          \
-  void enc_blocks(const Job& j) { encode_blocks(j); }                                                  \
-  void dec_blocks(const Job& j) { decode_blocks(j); }                                                  \
-  void enc_one(const float* i, float* o, std::uint32_t n, const float* s, float c) { encode_one(i, o, n, s, c); } \
-  void dec_one(const float* i, float* o, std::uint32_t n, const float* s, float c) { decode_one(i, o, n, s, c); } \
-  }                                                                                                    \
-  Kernels name() { return {&enc_blocks, &dec_blocks, &enc_one, &dec_one}; }                           \
-  }
