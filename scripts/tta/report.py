@@ -130,6 +130,7 @@ def plot_tta(results, out_dir):
         for bar, note in zip(bars, notes):
             ax.annotate(note, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
                         fontsize=7)
+    ax.set_ylim(bottom=0)
     ax.set_xticks(range(len(profiles)))
     ax.set_xticklabels(profiles)
     ax.set_ylabel(f"training time to {target:g} % test accuracy (s)")

@@ -52,6 +52,7 @@ def parse_args(argv):
     p.add_argument("--fills", default="zero,local", help="--ablation: OPTIREDUCE_FILL values")
     p.add_argument("--hadamards", default="off,on,auto", help="--ablation: OPTIREDUCE_HADAMARD values")
     p.add_argument("--out", help="results directory (default results/tta, results/tta-full or results/tta-ablation)")
+    p.add_argument("--note", action="append", default=[], help="a line for the notes of the results (repeatable)")
     p.add_argument("--dry-run", action="store_true", help="print the commands only")
     a = p.parse_args(argv)
     preset = (ABLATION_FULL if a.full else ABLATION_SHORT) if a.ablation else (FULL if a.full else SHORT)
@@ -74,6 +75,11 @@ def machine():
     return {"host": platform.node(), "cores": cores, "load_average": list(load),
             "describe": f"{cores} cores, load average {load[0]:.1f} at the start (shared with other work: "
                         "figures are comparable within this run only)"}
+
+
+def git_head():
+    r = subprocess.run(["git", "-C", runner.REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return r.stdout.strip() or None
 
 
 def check_prerequisites(args):
@@ -148,7 +154,7 @@ def main(argv):
     args = parse_args(argv)
     check_prerequisites(args)
     os.makedirs(os.path.join(args.out, "runs"), exist_ok=True)
-    notes = []
+    notes = list(args.note)
     if args.ablation:
         profiles, impls, jobs = plan_ablation(args)
     else:
@@ -165,8 +171,8 @@ def main(argv):
     results = {"title": "OptiReduce: fill policy and Hadamard under injected loss" if args.ablation
                else "OptiReduce: time to accuracy", "mode": "ablation" if args.ablation else "tta",
                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-               "machine": machine(), "profiles": profiles, "implementations": impls, "notes": notes,
-               "config": {k: v for k, v in vars(args).items() if k not in ("dry_run",)} | {"describe": describe},
+               "machine": machine(), "git_head": git_head(), "profiles": profiles, "implementations": impls, "notes": notes,
+               "config": {k: v for k, v in vars(args).items() if k not in ("dry_run", "note")} | {"describe": describe},
                "runs": []}
     results_path = os.path.join(args.out, "results.json")
     print(f"tta: {len(jobs)} runs: {describe}", flush=True)
