@@ -81,7 +81,7 @@ Engine* comm_engine(CommState& state, const Config& config) {
   PMPI_Comm_rank(state.comm, &rank);
   PMPI_Comm_size(state.comm, &size);
   std::string error;
-  auto transport = make_transport(config.transport, error);
+  auto transport = make_transport(config, error);
   if (!transport) OR_LOG(warn, "cannot start the %s transport: %s", to_string(config.transport), error.c_str());
   state.engine = Engine::create(rank, size, std::move(transport), std::make_unique<MpiBootstrap>(state.comm),
                                 engine_options(config), error);

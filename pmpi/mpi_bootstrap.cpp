@@ -1,5 +1,7 @@
 #include "mpi_bootstrap.hpp"
 
+#include <algorithm>
+
 namespace optireduce::pmpi {
 
 std::vector<std::vector<std::byte>> MpiBootstrap::allgather(std::span<const std::byte> mine) {
@@ -43,6 +45,17 @@ std::vector<std::vector<std::byte>> MpiBootstrap::finish_allgather() {
     out[r].assign(receive_.begin() + static_cast<std::ptrdiff_t>(r * send_.size()),
                   receive_.begin() + static_cast<std::ptrdiff_t>((r + 1) * send_.size()));
   return out;
+}
+
+bool MpiBootstrap::allreduce_sum(const float* input, float* output, std::uint64_t count) {
+  // MPI counts are int: large buffers go in pieces (every rank cuts them alike).
+  constexpr std::uint64_t kPiece = 1u << 30;
+  for (std::uint64_t at = 0; at < count; at += kPiece) {
+    const int n = static_cast<int>(std::min(kPiece, count - at));
+    const void* send = input == output ? MPI_IN_PLACE : static_cast<const void*>(input + at);
+    if (PMPI_Allreduce(send, output + at, n, MPI_FLOAT, MPI_SUM, comm_) != MPI_SUCCESS) return false;
+  }
+  return true;
 }
 
 }  // namespace optireduce::pmpi

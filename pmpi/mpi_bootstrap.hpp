@@ -1,4 +1,5 @@
-// Bootstrap over a communicator with PMPI_Allgather(v); only used inside a collective call.
+// Bootstrap over a communicator with PMPI_Allgather(v) and PMPI_Allreduce; only used inside a
+// collective call.
 #pragma once
 
 #include <mpi.h>
@@ -15,6 +16,7 @@ class MpiBootstrap final : public Bootstrap {
   std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override;
   void start_allgather(std::span<const std::byte> mine) override;
   std::vector<std::vector<std::byte>> finish_allgather() override;
+  bool allreduce_sum(const float* input, float* output, std::uint64_t count) override;
 
  private:
   MPI_Comm comm_;

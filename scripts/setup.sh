@@ -13,7 +13,10 @@ packages=(
   libhwloc-dev
   libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3-mpi4py python3-numpy
-  nftables iproute2
+  nftables iproute2 iperf3
+  clang libclang-rt-14-dev
+  python3-torch python3-matplotlib dataset-fashion-mnist
+  slurm-wlm munge
 )
 
 missing=()

@@ -1,9 +1,11 @@
-// What the engine needs from the job's launcher to get started: an all-gather of small blobs
-// over the ranks of its communicator. pmpi/ implements it with PMPI_Allgather(v); unit tests
-// implement it in-process.
+// What the engine needs from the job's own communication layer: an all-gather of small blobs over
+// the ranks of its communicator (to start, and for its agreement rounds), and an exact sum for
+// the calls a transport that may lose data must not run (calibration, reliable mode). pmpi/
+// implements it with PMPI_Allgather(v) and PMPI_Allreduce; unit tests implement it in-process.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -20,6 +22,10 @@ class Bootstrap {
   // The default runs the whole all-gather when it is finished.
   virtual void start_allgather(std::span<const std::byte> mine) { pending_.assign(mine.begin(), mine.end()); }
   virtual std::vector<std::vector<std::byte>> finish_allgather() { return allgather(pending_); }
+
+  // Collective: output = sum over ranks of input, exactly (input may equal output). False when
+  // it failed.
+  virtual bool allreduce_sum(const float* input, float* output, std::uint64_t count) = 0;
 
  private:
   std::vector<std::byte> pending_;

@@ -23,6 +23,7 @@ const char* to_string(Mode mode) {
 const char* to_string(TransportKind kind) {
   switch (kind) {
     case TransportKind::ucx: return "ucx";
+    case TransportKind::ofi: return "ofi";
   }
   return "?";
 }
@@ -97,8 +98,40 @@ const std::vector<Parameter>& table() {
         "bounded: every phase has an adaptive deadline, what is late is compensated and counted; "
         "reliable: exact TAR; off: every call goes to PMPI_Allreduce"},
        choice(&Config::mode, {{"bounded", Mode::bounded}, {"reliable", Mode::reliable}, {"off", Mode::off}})},
-      {{"OPTIREDUCE_TRANSPORT", "ucx", "ucx", "transport of the engine"},
-       choice(&Config::transport, {{"ucx", TransportKind::ucx}})},
+      {{"OPTIREDUCE_TRANSPORT", "ucx", "ucx, ofi",
+        "transport of the engine: ucx (reliable; bounded calls give up at their deadline) or ofi "
+        "(libfabric datagrams: unreliable, never retransmits; exact and calibration calls use "
+        "PMPI_Allreduce)"},
+       choice(&Config::transport, {{"ucx", TransportKind::ucx}, {"ofi", TransportKind::ofi}})},
+      {{"OPTIREDUCE_OFI_PROVIDER", "(first datagram provider)", "a libfabric provider name offering FI_EP_DGRAM, e.g. udp",
+        "ofi transport: the libfabric provider (fi_info -t FI_EP_DGRAM lists them)"},
+       [](Config& c, const std::string& v) {
+         if (v.empty() || v.find_first_of(" ;,") != std::string::npos) return false;
+         c.ofi_provider = v;
+         return true;
+       }},
+      {{"OPTIREDUCE_OFI_IFACE", "(auto)", "a network interface name, e.g. lo, eth0",
+        "ofi transport: the interface (libfabric domain); auto: loopback when every rank of the "
+        "communicator is on one host, otherwise the first other interface the provider lists"},
+       [](Config& c, const std::string& v) {
+         if (v.empty() || v.size() > 15 || v.find_first_of(" /;,") != std::string::npos) return false;
+         c.ofi_iface = v;
+         return true;
+       }},
+      {{"OPTIREDUCE_RATE", "(derived)", "bits per second with an optional k, M, G suffix (decimal), e.g. 800M, 10G",
+        "ofi transport: pace of each rank's datagrams (token bucket), so one burst does not "
+        "overflow a receiver's socket buffer; derived: from the calibration calls"},
+       [](Config& c, const std::string& v) { return parse_bit_rate(v, c.rate_bits_per_s); }},
+      {{"OPTIREDUCE_FEC", "off", "off, or a group size from 2 to 16",
+        "ofi transport: after every group of that many datagrams to a peer, one parity datagram "
+        "(XOR) that repairs one loss in the group without retransmission"},
+       [](Config& c, const std::string& v) {
+         std::uint64_t n = 0;
+         if (v == "off") c.fec_group = 0;
+         else if (plain_integer(v, n) && n >= 2 && n <= 16) c.fec_group = static_cast<unsigned>(n);
+         else return false;
+         return true;
+       }},
       {{"OPTIREDUCE_MIN_BYTES", "1M", "0 to 1G bytes (suffix K, M, G allowed)",
         "smallest eligible MPI_Allreduce (count * 4 bytes) run by the engine; smaller ones go to "
         "PMPI_Allreduce"},
@@ -235,6 +268,27 @@ bool parse_byte_count(const std::string& text, std::uint64_t& out) {
   return true;
 }
 
+bool parse_bit_rate(const std::string& text, double& bits_per_s) {
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return false;
+  std::size_t digits = text.find_first_not_of("0123456789.");
+  double value = 0;
+  if (!plain_number(text.substr(0, digits), value)) return false;
+  double unit = 1;
+  if (digits != std::string::npos) {
+    if (digits + 1 != text.size()) return false;
+    switch (text[digits]) {
+      case 'k': case 'K': unit = 1e3; break;
+      case 'm': case 'M': unit = 1e6; break;
+      case 'g': case 'G': unit = 1e9; break;
+      default: return false;
+    }
+  }
+  value *= unit;
+  if (!(value > 0) || value > 1e13) return false;
+  bits_per_s = value;
+  return true;
+}
+
 ConfigResult parse_config(const Environment& env) {
   ConfigResult result;
   for (const auto& p : table()) result.config.source[p.info.name] = "default";
@@ -277,6 +331,8 @@ std::string Config::agreement_text() const {
       << ";chunk_bytes=" << chunk_bytes << ";timeout_ms=" << timeout_ms << ";loss_budget=" << loss_budget
       << ";fill=" << (fill_local ? "local" : "zero") << ";calibration_calls=" << calibration_calls
       << ";hadamard=" << hadamard << ";hadamard_block_log2=" << hadamard_block_log2;
+  // The interface may differ per host and the pace per rank; the provider and FEC shape the wire.
+  if (transport == TransportKind::ofi) out << ";ofi_provider=" << ofi_provider << ";fec=" << fec_group;
   return out.str();
 }
 

@@ -13,7 +13,7 @@
 namespace optireduce {
 
 enum class Mode { bounded, reliable, off };
-enum class TransportKind { ucx };
+enum class TransportKind { ucx, ofi };
 
 const char* to_string(Mode mode);
 const char* to_string(TransportKind kind);
@@ -38,6 +38,10 @@ struct Config {
   double fault_delay_ms = 0;
   double fault_delay_probability = 0;
   std::uint64_t fault_seed = 1;
+  std::string ofi_provider;      // empty: the first datagram provider libfabric offers
+  std::string ofi_iface;         // empty: loopback for a one-host job, else the first other interface
+  double rate_bits_per_s = 0;    // datagram pacing; 0: derived
+  unsigned fec_group = 0;        // datagrams per parity datagram; 0: no forward error correction
 
   // Where each value came from: "default" or "environment", by variable name.
   std::map<std::string, std::string> source;
@@ -73,5 +77,9 @@ Environment process_environment();
 
 // Parses "123", "64K", "16M", "1G" (binary units). False on anything else or overflow.
 bool parse_byte_count(const std::string& text, std::uint64_t& out);
+
+// Parses a link rate in bits per second as tc writes it: "800M", "10G", "2.5G", "500k" (decimal
+// units). False on anything else, zero, or more than 10 Tbit/s.
+bool parse_bit_rate(const std::string& text, double& bits_per_s);
 
 }  // namespace optireduce

@@ -40,6 +40,8 @@ constexpr std::uint64_t kEarlyEpochs = 4;
 // Once every sender's last slice of a phase is in, wait at most this share of the phase budget
 // for stragglers still in flight (datagrams can arrive out of order), then close.
 constexpr double kGraceShare = 0.05;
+// A probe of the datagram path may take this many times the exact call it shadows.
+constexpr double kProbeBudgetFactor = 4.0;
 
 std::uint64_t random_nonce() {
   std::random_device device;
@@ -125,12 +127,14 @@ Engine::Engine(int rank, int ranks, std::uint64_t comm_id, std::unique_ptr<Trans
       }()),
       posted_(ranks, 0),
       fault_rng_(options.faults.seed * 0x9e3779b97f4a7c15ull + static_cast<std::uint64_t>(rank)) {
+  const std::size_t fits = (transport_->max_message_bytes() - WireHeader::kEncodedSize) / sizeof(float);
+  chunk_elems_ = static_cast<std::uint32_t>(std::max<std::size_t>(1, std::min<std::size_t>(options.chunk_elems, fits)));
 }
 
 Engine::~Engine() = default;
 
 std::size_t Engine::buffer_bytes() const {
-  std::size_t bytes = slots_.capacity() * sizeof(float);
+  std::size_t bytes = (slots_.capacity() + probe_input_.capacity() + probe_output_.capacity()) * sizeof(float);
   for (const auto& s : staging_) bytes += s->data.capacity() * sizeof(float) + s->headers.capacity() * WireHeader::kEncodedSize;
   return bytes;
 }
@@ -139,7 +143,7 @@ CallKind Engine::choose_kind(unsigned cls) const {
   // Every input here is the same on every rank: the options, the call sequence, the number of
   // calibration calls per size class, and what the agreement rounds decided.
   if (deadlines_.calibrating(cls)) return CallKind::calibration;
-  if (epoch_ + 1 <= reliable_until_) return CallKind::fallback;
+  if (calls_ + 1 <= reliable_until_) return CallKind::fallback;
   return CallKind::bounded;
 }
 
@@ -186,7 +190,7 @@ void Engine::begin_call(Staging& staging, float* output, std::uint64_t count) {
   in_call_ = true;
   transformed_ = false;
   current_ = &staging;
-  layout_ = ShardLayout(count, ranks_, options_.chunk_elems);
+  layout_ = ShardLayout(count, ranks_, chunk_elems_);
   output_ = output;
   largest_call_bytes_ = std::max<std::size_t>(largest_call_bytes_, count * sizeof(float));
 
@@ -237,11 +241,52 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
   }
   const unsigned cls = size_class(count * sizeof(float));
   stats.kind = allow_bounded ? choose_kind(cls) : CallKind::exact;
-  const bool bounded = stats.kind == CallKind::bounded;
+  stats.sequence = ++calls_;
+  if (!transport_->reliable() && stats.kind != CallKind::bounded)
+    return exact_over_bootstrap(input, output, count, stats, start, cls);
+  return tar_call(input, output, count, stats, start, cls, nullptr);
+}
+
+CallStats Engine::exact_over_bootstrap(const float* input, float* output, std::uint64_t count, CallStats stats,
+                                       Clock::time_point start, unsigned cls) {
+  const bool teach = stats.kind != CallKind::exact;
+  const float* probe_source = input;
+  if (teach && input == output) {
+    probe_input_.assign(input, input + count);
+    probe_source = probe_input_.data();
+  }
+  if (!bootstrap_->allreduce_sum(input, output, count)) {
+    broken_ = true;
+    stats.status = CallStatus::transport_error;
+    stats.latency_us = us_since(start);
+    OR_LOG(error, "exact allreduce of %llu floats over the job's MPI failed", static_cast<unsigned long long>(count));
+    last_call_ = stats;
+    return stats;
+  }
+  const double exact_us = us_since(start);
+  stats.phase_us = {exact_us, 0.0};
+  if (teach) {
+    // The result is exact already. Now time the datagram path on the same data, so that bounded
+    // calls get the deadlines of the network they will run on, not those of the job's MPI.
+    if (probe_output_.size() < count) probe_output_.resize(count);
+    PhaseDeadlines budget;
+    budget.us.fill(std::min(std::chrono::duration<double, std::micro>(options_.timeout).count(), kProbeBudgetFactor * exact_us));
+    const CallStats probe = tar_call(probe_source, probe_output_.data(), count, stats, Clock::now(), cls, &budget);
+    if (probe.status != CallStatus::ok) stats.status = probe.status;
+  }
+  stats.latency_us = us_since(start);
+  last_call_ = stats;
+  return stats;
+}
+
+CallStats Engine::tar_call(const float* input, float* output, std::uint64_t count, CallStats stats, Clock::time_point start,
+                           unsigned cls, const PhaseDeadlines* probe) {
+  const bool bounded = stats.kind == CallKind::bounded || probe;
   const auto hard_deadline = start + options_.timeout;
+  probing_ = probe != nullptr;
 
   const auto& f = options_.faults;
-  if (bounded && f.delay_rank == rank_ && f.delay_ms > 0 &&
+  if (bounded && !probe && f.delay_rank == rank_ && f.delay_ms > 0 &&
       std::uniform_real_distribution<double>(0, 1)(fault_rng_) < f.delay_probability)
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(f.delay_ms));
 
@@ -251,10 +296,9 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
   begin_call(staging, output, count);
   scatter_source_ = staging.data.data();
   bounded_call_ = bounded;
-  transformed_ = bounded && (options_.hadamard == HadamardMode::on ||
+  transformed_ = bounded && !probe && (options_.hadamard == HadamardMode::on ||
                              (options_.hadamard == HadamardMode::automatic && hadamard_active_));
   stats.transformed = transformed_;
-  stats.sequence = epoch_;
   // Stage the input: a plain copy, or each shard encoded on its own (so a shard can be decoded
   // as soon as it is complete, and a lost chunk spreads over that shard's blocks).
   if (transformed_) {
@@ -299,7 +343,9 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
 
   PhaseDeadlines budget;
   budget.us.fill(std::chrono::duration<double, std::micro>(options_.timeout).count());
-  if (bounded) {
+  if (probe) {
+    budget = *probe;
+  } else if (bounded) {
     budget = deadlines_.deadlines(cls);
     // The all-gather moves as much data as the scatter-reduce; it usually looks short only
     // because it overlaps it. Give it at least half the scatter budget.
@@ -406,6 +452,14 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
   };
   my_estimate_us_[0] = static_cast<float>(estimate(stats.phase_us[0], scatter_fraction, scatter_start, last_arrival_[0]));
   my_estimate_us_[1] = static_cast<float>(estimate(stats.phase_us[1], gather_fraction, gather_start, last_arrival_[1]));
+  probing_ = false;
+  if (probe) {
+    // A probe's phase times are its budget when anything was lost; its pace is the network's.
+    deadlines_.record_calibration(cls, {double(my_estimate_us_[0]) > 0 ? double(my_estimate_us_[0]) : stats.phase_us[0],
+                                        double(my_estimate_us_[1]) > 0 ? double(my_estimate_us_[1]) : stats.phase_us[1]});
+    deadlines_.record_estimate(cls, {median(stamps_[0]), median(stamps_[1])});
+    return stats;
+  }
   if (stats.kind == CallKind::calibration || stats.kind == CallKind::fallback)
     deadlines_.record_calibration(cls, stats.phase_us);
   // Fallback calls run exactly but keep teaching the deadlines, so they are right when bounded
@@ -462,7 +516,7 @@ void Engine::agree_after_bounded_call(const CallStats& call) {
     // entries, sends the communicator to exact calls for a while. (Single calls that overran a
     // little are the bounded mode doing its job on a busy host; they do not.)
     if (average > options_.loss_budget || worst > std::max(0.5, options_.loss_budget)) {
-      reliable_until_ = epoch_ + options_.reliable_calls_after_overrun;
+      reliable_until_ = calls_ + options_.reliable_calls_after_overrun;
       ++agreed_.fallbacks;
       if (rank_ == 0)
         OR_LOG(warn, "loss over budget %.3f (recent average %.4f, worst call %.4f): the next %u calls on this communicator run exactly",
@@ -477,6 +531,7 @@ void Engine::agree_after_bounded_call(const CallStats& call) {
 CallStats Engine::fail(CallStats stats, TransportStatus ts, Clock::time_point start, std::uint64_t count) {
   output_ = nullptr;
   in_call_ = false;
+  probing_ = false;
   stats.status = ts == TransportStatus::timeout ? CallStatus::timeout : CallStatus::transport_error;
   broken_ = true;
   OR_LOG(error,
@@ -568,7 +623,7 @@ void Engine::apply(const WireHeader& h, std::size_t payload_size, const PayloadR
   const int source = static_cast<int>(h.source);
   const std::size_t phase = h.phase == Phase::scatter_reduce ? 0 : 1;
   if (h.last_slice()) last_slice_seen_[phase * ranks_ + source] = 1;
-  if (bounded_call_ && options_.faults.drop > 0 &&
+  if (bounded_call_ && !probing_ && options_.faults.drop > 0 &&
       std::uniform_real_distribution<double>(0, 1)(fault_rng_) < options_.faults.drop) {
     ++agreed_.injected_drops;
     return;

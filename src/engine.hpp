@@ -134,6 +134,14 @@ class Engine {
   using PayloadReader = std::function<bool(std::span<std::byte>)>;
 
   CallKind choose_kind(unsigned cls) const;
+  // One Transpose AllReduce over the transport. `probe`: a timing run of the datagram path on
+  // the data of an exact call (whose result comes from the bootstrap), within that budget.
+  CallStats tar_call(const float* input, float* output, std::uint64_t count, CallStats stats, Clock::time_point start,
+                     unsigned cls, const PhaseDeadlines* probe);
+  // Exact calls when the transport may lose data: the bootstrap's exact sum, then (calibration
+  // and fallback calls) a probe that teaches the deadlines.
+  CallStats exact_over_bootstrap(const float* input, float* output, std::uint64_t count, CallStats stats,
+                                 Clock::time_point start, unsigned cls);
   bool staging_free(const Staging& s) const;
   TransportStatus wait_until(Clock::time_point deadline, const std::function<bool()>& done, bool give_up_quietly);
   void begin_call(Staging& staging, float* output, std::uint64_t count);
@@ -163,7 +171,11 @@ class Engine {
   DeadlineController deadlines_;
   bool broken_ = false;
 
-  std::uint64_t epoch_ = 0;
+  std::uint64_t calls_ = 0;  // calls on this communicator (what loss-budget decisions count)
+  std::uint64_t epoch_ = 0;  // Transpose AllReduce runs over the transport (the wire's sequence)
+  std::uint32_t chunk_elems_ = 0;  // options' chunk, cut to what one message of the transport holds
+  bool probing_ = false;
+  std::vector<float> probe_input_, probe_output_;  // probes of in-place calls, and their results
   std::size_t largest_call_bytes_ = 0;
 
   static constexpr std::size_t kMaxStaging = 4;

@@ -9,6 +9,6 @@
 
 namespace optireduce {
 
-std::unique_ptr<Transport> make_transport(TransportKind kind, std::string& error);
+std::unique_ptr<Transport> make_transport(const Config& config, std::string& error);
 
 }  // namespace optireduce

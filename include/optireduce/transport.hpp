@@ -9,6 +9,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace optireduce {
@@ -66,6 +67,13 @@ class Transport {
 
   // Short human description of what was actually selected (e.g. "tcp/lo").
   virtual std::string describe() const = 0;
+
+  // A hint from the engine: the rate (bytes per second, this rank's sends in all) at which the
+  // network moved its exact calls. A transport that paces its sends may follow it; others ignore it.
+  virtual void suggest_pace(double /*bytes_per_s*/) {}
+
+  // The transport's own counters for the report (e.g. datagrams rejected, by reason), by name.
+  virtual std::vector<std::pair<std::string, std::uint64_t>> counters() const { return {}; }
 };
 
 }  // namespace optireduce
