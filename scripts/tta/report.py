@@ -145,10 +145,17 @@ def plot_tta(results, out_dir):
 
 
 # --- ablation: fill policy and Hadamard under injected loss ----------------------------------------------
+def tail_mean(run, k=3):
+    """Mean test accuracy of the last k evaluations: less noisy than the last one alone."""
+    accs = [e["accuracy"] for e in (run.get("evals") or [])[-k:] if e.get("accuracy") is not None]
+    return sum(accs) / len(accs) if accs else None
+
+
 def ablation_rows(results):
     runs = results["runs"]
     base_runs = [r for r in runs if r["impl"] == "openmpi" and r.get("end")]
     base_acc = median([r["end"].get("final_accuracy") for r in base_runs])
+    base_tail = median([tail_mean(r) for r in base_runs])
     base_steps = median([r["end"].get("steps_to_target") for r in base_runs])
     rows = []
     keys = []
@@ -160,30 +167,35 @@ def ablation_rows(results):
         group = [r for r in runs if (r.get("drop"), r.get("fill"), r.get("hadamard")) == key and r["impl"] != "openmpi"]
         ends = [r.get("end") or {} for r in group]
         acc = median([e.get("final_accuracy") for e in ends])
+        tail = median([tail_mean(r) for r in group])
         reached = [e.get("steps_to_target") for e in ends if e.get("steps_to_target") is not None]
         steps = median(reached) if len(reached) == len(group) else None
         fallback = median([((r.get("evals") or [{}])[-1].get("library_calls") or {}).get("fallback") for r in group])
         rows.append({"drop": key[0], "fill": key[1], "hadamard": key[2], "runs": len(group),
                      "final_accuracy": acc, "delta_accuracy": None if acc is None or base_acc is None else acc - base_acc,
+                     "tail_accuracy": tail,
+                     "delta_tail": None if tail is None or base_tail is None else tail - base_tail,
                      "steps_to_target": steps,
                      "delta_steps": None if steps is None or not base_steps else steps / base_steps - 1,
                      "dropped_fraction": median([e.get("dropped_fraction") for e in ends]),
                      "fallback_calls": fallback,
                      "replica_spread": median([e.get("replica_spread") for e in ends])})
-    return base_acc, base_steps, rows
+    return base_acc, base_steps, rows, base_tail
 
 
 def ablation_table(results):
-    base_acc, base_steps, rows = ablation_rows(results)
+    base_acc, base_steps, rows, base_tail = ablation_rows(results)
     target = results["config"]["target"]
-    lines = [f"Baseline (Open MPI, exact, no loss): final accuracy {fmt(base_acc, '.2f')} %, "
-             f"steps to {target:g} %: {fmt(base_steps, '.0f', 'not reached')}.", "",
-             "| injected drop | fill | Hadamard | final accuracy (%) | vs baseline (points) | steps to target | "
-             "vs baseline steps | dropped entries | fallback calls (all ranks) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [f"Baseline (Open MPI, exact, no loss): final accuracy {fmt(base_acc, '.2f')} % (mean of the last 3 "
+             f"evaluations {fmt(base_tail, '.2f')} %), steps to {target:g} %: {fmt(base_steps, '.0f', 'not reached')}.",
+             "",
+             "| injected drop | fill | Hadamard | final accuracy (%) | vs baseline (points) | last-3 mean (%) | "
+             "vs baseline (points) | steps to target | vs baseline steps | dropped entries | fallback calls |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         lines.append(f"| {r['drop']} | {r['fill']} | {r['hadamard']} | {fmt(r['final_accuracy'], '.2f')} | "
-                     f"{fmt(r['delta_accuracy'], '+.2f')} | {fmt(r['steps_to_target'], '.0f', 'not reached')} | "
+                     f"{fmt(r['delta_accuracy'], '+.2f')} | {fmt(r['tail_accuracy'], '.2f')} | "
+                     f"{fmt(r['delta_tail'], '+.2f')} | {fmt(r['steps_to_target'], '.0f', 'not reached')} | "
                      f"{fmt(r['delta_steps'] and 100 * r['delta_steps'], '+.0f')}{'' if r['delta_steps'] is None else ' %'} | "
                      f"{fmt(r['dropped_fraction'] and 100 * r['dropped_fraction'], '.2f')} % | "
                      f"{fmt(r['fallback_calls'], '.0f')} |")
@@ -192,9 +204,10 @@ def ablation_table(results):
 
 
 def verdict(rows):
-    """Which fill and Hadamard setting trained best: mean final accuracy over the drop rates."""
-    def mean_acc(pred):
-        vals = [r["final_accuracy"] for r in rows if pred(r) and r["final_accuracy"] is not None]
+    """Which fill and Hadamard setting trained best: accuracy (mean of each run's last 3
+    evaluations) averaged over the drop rates, and the best setting at each drop rate."""
+    def mean_acc(pred):  # over the last 3 evaluations of each run, then over the runs
+        vals = [r["tail_accuracy"] for r in rows if pred(r) and r["tail_accuracy"] is not None]
         return sum(vals) / len(vals) if vals else None
 
     out = []
@@ -204,9 +217,16 @@ def verdict(rows):
     if not scored:
         return "No ablation run finished."
     for fill in sorted({r["fill"] for r in rows}):
-        out.append(f"fill={fill}: mean final accuracy {fmt(mean_acc(lambda r: r['fill'] == fill), '.2f')} %")
+        out.append(f"fill={fill}: mean accuracy (last 3 evaluations, all drop rates) {fmt(mean_acc(lambda r: r['fill'] == fill), '.2f')} %")
     for had in sorted({r["hadamard"] for r in rows}):
-        out.append(f"hadamard={had}: mean final accuracy {fmt(mean_acc(lambda r: r['hadamard'] == had), '.2f')} %")
+        out.append(f"hadamard={had}: mean accuracy (last 3 evaluations, all drop rates) {fmt(mean_acc(lambda r: r['hadamard'] == had), '.2f')} %")
+    for drop in sorted({r["drop"] for r in rows}, key=float):
+        here = [r for r in rows if r["drop"] == drop and r["tail_accuracy"] is not None]
+        if here:
+            top = max(here, key=lambda r: r["tail_accuracy"])
+            low = min(here, key=lambda r: r["tail_accuracy"])
+            out.append(f"drop {drop}: best fill={top['fill']} hadamard={top['hadamard']} ({top['tail_accuracy']:.2f} %), "
+                       f"worst fill={low['fill']} hadamard={low['hadamard']} ({low['tail_accuracy']:.2f} %)")
     best = max(scored)
     spread = max(s[0] for s in scored) - min(s[0] for s in scored)
     out.append(f"best combination over all drop rates: OPTIREDUCE_FILL={best[1][0]} OPTIREDUCE_HADAMARD={best[1][1]} "
@@ -218,7 +238,7 @@ def plot_ablation(results, out_dir):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    base_acc, _, rows = ablation_rows(results)
+    _, _, rows, base_acc = ablation_rows(results)
     drops = sorted({r["drop"] for r in rows}, key=float)
     combos = sorted({(r["fill"], r["hadamard"]) for r in rows})
     fig, ax = plt.subplots(figsize=(8, 4))
@@ -227,16 +247,16 @@ def plot_ablation(results, out_dir):
         xs, ys = [], []
         for i, d in enumerate(drops):
             row = next((r for r in rows if r["drop"] == d and (r["fill"], r["hadamard"]) == combo), None)
-            if row and row["final_accuracy"] is not None:
+            if row and row["tail_accuracy"] is not None:
                 xs.append(i + (k - (len(combos) - 1) / 2) * width)
-                ys.append(row["final_accuracy"])
+                ys.append(row["tail_accuracy"])
         ax.bar(xs, ys, width, label=f"fill {combo[0]}, Hadamard {combo[1]}", color=f"C{k}")
     if base_acc is not None:
         ax.axhline(base_acc, color="black", linestyle="--", linewidth=0.8, label="Open MPI, no loss")
     ax.set_xticks(range(len(drops)))
     ax.set_xticklabels([f"drop {d}" for d in drops])
-    ax.set_ylabel("final test accuracy (%)")
-    values = [r["final_accuracy"] for r in rows if r["final_accuracy"] is not None] + ([base_acc] if base_acc else [])
+    ax.set_ylabel("test accuracy, mean of the last 3 evaluations (%)")
+    values = [r["tail_accuracy"] for r in rows if r["tail_accuracy"] is not None] + ([base_acc] if base_acc else [])
     if values:
         ax.set_ylim(max(0, min(values) - 3), min(100, max(values) + 2))
     ax.legend(fontsize=7, ncol=2)
