@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "hadamard_kernels.hpp"
+
 namespace optireduce::hadamard_detail {
 namespace {
 
@@ -12,37 +14,37 @@ struct Row {
 
 constexpr unsigned kRadixLog2 = 3;  // 8 rows = 16 registers, all of them
 
-inline Row load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
-inline void store(float* p, Row r) {
+OR_INLINE Row load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+OR_INLINE void store(float* p, Row r) {
   _mm256_storeu_ps(p, r.lo);
   _mm256_storeu_ps(p + 8, r.hi);
 }
-inline void stream(float* p, Row r) {
+OR_INLINE void stream(float* p, Row r) {
   _mm256_stream_ps(p, r.lo);
   _mm256_stream_ps(p + 8, r.hi);
 }
 // Lane i of the mask is on when i < t.
-inline __m256i first_lanes(int t) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(t), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
-inline Row load_lanes(const float* p, unsigned t) {
+OR_INLINE __m256i first_lanes(int t) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(t), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
+OR_INLINE Row load_lanes(const float* p, unsigned t) {
   const int n = static_cast<int>(t);
   return {_mm256_maskload_ps(p, first_lanes(n)), _mm256_maskload_ps(p + 8, first_lanes(n - 8))};
 }
-inline void store_lanes(float* p, Row r, unsigned t) {
+OR_INLINE void store_lanes(float* p, Row r, unsigned t) {
   const int n = static_cast<int>(t);
   _mm256_maskstore_ps(p, first_lanes(n), r.lo);
   _mm256_maskstore_ps(p + 8, first_lanes(n - 8), r.hi);
 }
-inline Row zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
-inline Row operator+(Row a, Row b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
-inline Row operator-(Row a, Row b) { return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)}; }
-inline Row operator*(Row a, Row b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
-inline Row operator*(Row a, float s) {
+OR_INLINE Row zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+OR_INLINE Row operator+(Row a, Row b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
+OR_INLINE Row operator-(Row a, Row b) { return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)}; }
+OR_INLINE Row operator*(Row a, Row b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
+OR_INLINE Row operator*(Row a, float s) {
   const __m256 v = _mm256_set1_ps(s);
   return {_mm256_mul_ps(a.lo, v), _mm256_mul_ps(a.hi, v)};
 }
 
 // v[i] lane k <- v[k] lane i, for 8 ymm.
-inline void transpose8(__m256 (&v)[8]) {
+OR_INLINE void transpose8(__m256 (&v)[8]) {
   __m256 t[8], s[8];
   for (int i = 0; i < 8; i += 2) {
     t[i] = _mm256_unpacklo_ps(v[i], v[i + 1]);
@@ -61,7 +63,7 @@ inline void transpose8(__m256 (&v)[8]) {
 }
 
 // r[i] lane k <- r[k] lane i: four 8x8 transposes, one per quarter.
-inline void transpose(Row (&r)[16]) {
+OR_INLINE void transpose(Row (&r)[16]) {
   __m256 q[4][8];  // rows 0-7 lo, rows 8-15 lo, rows 0-7 hi, rows 8-15 hi
   for (int i = 0; i < 8; ++i) {
     q[0][i] = r[i].lo;
@@ -78,7 +80,7 @@ inline void transpose(Row (&r)[16]) {
 
 // Stages h = 1, 2, 4 within each half (x * (±1) + partner, see the avx512 kernels), then h = 8
 // between the halves.
-inline Row in_row_fwht(Row r) {
+OR_INLINE Row in_row_fwht(Row r) {
   const __m256 s1 = _mm256_setr_ps(1, -1, 1, -1, 1, -1, 1, -1);
   const __m256 s2 = _mm256_setr_ps(1, 1, -1, -1, 1, 1, -1, -1);
   const __m256 s4 = _mm256_setr_ps(1, 1, 1, 1, -1, -1, -1, -1);

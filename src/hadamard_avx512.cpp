@@ -3,8 +3,11 @@
 
 #include <cstdint>
 
+#include "hadamard_kernels.hpp"
+
 // GCC 12 flags the _mm512_undefined_ps() inside its own shuffle intrinsics (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace optireduce::hadamard_detail {
 namespace {
@@ -15,23 +18,23 @@ struct Row {
 
 constexpr unsigned kRadixLog2 = 4;  // 16 rows in registers, of 32
 
-inline Row load(const float* p) { return {_mm512_loadu_ps(p)}; }
-inline void store(float* p, Row r) { _mm512_storeu_ps(p, r.v); }
-inline void stream(float* p, Row r) { _mm512_stream_ps(p, r.v); }
-inline Row load_lanes(const float* p, unsigned t) {
+OR_INLINE Row load(const float* p) { return {_mm512_loadu_ps(p)}; }
+OR_INLINE void store(float* p, Row r) { _mm512_storeu_ps(p, r.v); }
+OR_INLINE void stream(float* p, Row r) { _mm512_stream_ps(p, r.v); }
+OR_INLINE Row load_lanes(const float* p, unsigned t) {
   return {_mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << t) - 1), p)};
 }
-inline void store_lanes(float* p, Row r, unsigned t) {
+OR_INLINE void store_lanes(float* p, Row r, unsigned t) {
   _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << t) - 1), r.v);
 }
-inline Row zero() { return {_mm512_setzero_ps()}; }
-inline Row operator+(Row a, Row b) { return {_mm512_add_ps(a.v, b.v)}; }
-inline Row operator-(Row a, Row b) { return {_mm512_sub_ps(a.v, b.v)}; }
-inline Row operator*(Row a, Row b) { return {_mm512_mul_ps(a.v, b.v)}; }
-inline Row operator*(Row a, float s) { return {_mm512_mul_ps(a.v, _mm512_set1_ps(s))}; }
+OR_INLINE Row zero() { return {_mm512_setzero_ps()}; }
+OR_INLINE Row operator+(Row a, Row b) { return {_mm512_add_ps(a.v, b.v)}; }
+OR_INLINE Row operator-(Row a, Row b) { return {_mm512_sub_ps(a.v, b.v)}; }
+OR_INLINE Row operator*(Row a, Row b) { return {_mm512_mul_ps(a.v, b.v)}; }
+OR_INLINE Row operator*(Row a, float s) { return {_mm512_mul_ps(a.v, _mm512_set1_ps(s))}; }
 
 // r[i] lane k <- r[k] lane i: 4 rounds of 16 shuffles.
-inline void transpose(Row (&r)[16]) {
+OR_INLINE void transpose(Row (&r)[16]) {
   __m512 a[16], b[16];
   for (int i = 0; i < 16; i += 2) {
     a[i] = _mm512_unpacklo_ps(r[i].v, r[i + 1].v);
@@ -60,7 +63,7 @@ inline void transpose(Row (&r)[16]) {
 
 // Stages h = 1, 2, 4, 8 within a row: lane j takes partner j ^ h, then x * (±1) + partner gives
 // x_j + x_{j+h} in the low lanes and x_{j-h} - x_j in the high ones (one rounding, as a + b).
-inline Row in_row_fwht(Row r) {
+OR_INLINE Row in_row_fwht(Row r) {
   const __m512 s1 = _mm512_setr_ps(1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1);
   const __m512 s2 = _mm512_setr_ps(1, 1, -1, -1, 1, 1, -1, -1, 1, 1, -1, -1, 1, 1, -1, -1);
   const __m512 s4 = _mm512_setr_ps(1, 1, 1, 1, -1, -1, -1, -1, 1, 1, 1, 1, -1, -1, -1, -1);

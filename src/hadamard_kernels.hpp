@@ -12,6 +12,9 @@
 
 namespace optireduce::hadamard_detail {
 
+// The kernels' small helpers work on arrays of vectors: unless inlined, they go through memory.
+#define OR_INLINE [[gnu::always_inline]] inline
+
 // Blocks transformed together: the interleaved rows then fill whole cache lines (16 floats).
 constexpr std::uint32_t kTile = 16;
 
@@ -25,9 +28,10 @@ struct Job {
   float* scratch;         // scratch_floats(B) floats, 64-byte aligned
 };
 
-// Room for a tile of kTile blocks, plus the padding rows of the wide kernels (hadamard_simd.hpp).
+// Room for a tile of kTile blocks, or for the wide kernels' 4 sub-tiles of kTile blocks with
+// their padding rows (hadamard_simd.hpp).
 constexpr std::size_t scratch_floats(std::uint32_t block) {
-  return std::size_t{kTile} * (block + block / 512 + 1);
+  return 4 * std::size_t{kTile} * (block + block / 128 + 2);
 }
 
 struct Kernels {

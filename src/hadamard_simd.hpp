@@ -31,16 +31,21 @@ namespace optireduce::hadamard_detail {
 namespace {
 
 constexpr std::uint32_t kLanes = 16;       // floats per Row = blocks per tile
-constexpr unsigned kChunkLog2 = 9;         // rows of a chunk: 512 x 64 B = 32 KiB, within L1
+constexpr unsigned kChunkLog2 = 8;         // rows of a chunk: 256 x 64 B = 16 KiB; stages 4..7 = one pass
 constexpr unsigned kL1RowsLog2 = 9;        // rows a high-stage sweep may touch
 // Beyond this much output, writing it around the caches saves reading it in first.
 constexpr std::uint64_t kStreamingBytes = std::uint64_t{8} << 20;
+// Sub-tiles of 16 blocks per tile: 256 B of each interleaved row at a time. At 64 B the scattered
+// rows cost about 3.5x a memcpy of the same bytes here (DRAM pages opened for one line each).
+constexpr unsigned kSubTiles = 4;
+// How far ahead encode fetches each of its 16 input streams.
+constexpr std::ptrdiff_t kPrefetchFloats = 8 * kLanes;
 
 static_assert(kLanes == kTile);
 
 // Stages of 2^M rows held in registers; Descending runs them from the widest down.
 template <unsigned M, bool Descending>
-inline void butterflies(Row (&r)[1u << M]) {
+OR_INLINE void butterflies(Row (&r)[1u << M]) {
 #pragma GCC unroll 4
   for (unsigned s = 0; s < M; ++s) {
     const unsigned h = 1u << (Descending ? M - 1 - s : s);
@@ -54,168 +59,250 @@ inline void butterflies(Row (&r)[1u << M]) {
   }
 }
 
-// Stages [a, a + M) over a set of `count` rows named 0..count-1: rows x + i 2^a form one group.
-template <unsigned M, bool Descending, class Load, class Store>
-inline void radix_pass(std::size_t count, unsigned a, Load load, Store store) {
+// A set of rows named x = 0..count-1 inside some buffer: x = low + (high << low_bits) lives at
+// base + low * low_stride + high * high_stride floats. Rows x and x + 2^a are then a constant
+// distance apart, so a pass computes one address per group.
+// `subs` side-by-side sub-tiles, sub_stride floats apart, go through each group together.
+struct Rows {
+  float* base;
+  unsigned low_bits;
+  std::ptrdiff_t low_stride, high_stride;
+  std::ptrdiff_t sub_stride = 0;
+  float* at(std::size_t x) const {
+    const std::size_t low = x & ((std::size_t{1} << low_bits) - 1), high = x >> low_bits;
+    return base + static_cast<std::ptrdiff_t>(low) * low_stride + static_cast<std::ptrdiff_t>(high) * high_stride;
+  }
+  // Valid for 2^a below 2^low_bits or a multiple of it, as every stage of a set is.
+  std::ptrdiff_t step(unsigned a) const { return a < low_bits ? low_stride << a : high_stride << (a - low_bits); }
+};
+
+constexpr auto plain_load = [](const float* p) { return load(p); };
+constexpr auto plain_store = [](float* p, Row r) { store(p, r); };
+
+// Stages [a, a + M) over `count` rows: rows x + i 2^a form one group, read from `src` through
+// get(pointer) and written to `dst` through put(pointer, row).
+template <unsigned M, bool Descending, class Get, class Put>
+void radix_pass(std::size_t count, unsigned subs, unsigned a, Rows src, Get get, Rows dst, Put put) {
   const std::size_t h = std::size_t{1} << a, span = h << M;
+  const std::ptrdiff_t src_step = src.step(a), dst_step = dst.step(a);
   for (std::size_t g = 0; g < count; g += span)
-    for (std::size_t x = g; x < g + h; ++x) {
+    for (std::size_t x = g; x < g + h; ++x)
+    for (unsigned sub = 0; sub < subs; ++sub) {
+      const float* from = src.at(x) + sub * src.sub_stride;
+      float* to = dst.at(x) + sub * dst.sub_stride;
       Row r[1u << M];
 #pragma GCC unroll 16
-      for (unsigned i = 0; i < (1u << M); ++i) r[i] = load(x + i * h);
+      for (unsigned i = 0; i < (1u << M); ++i) r[i] = get(from + i * src_step);
       butterflies<M, Descending>(r);
 #pragma GCC unroll 16
-      for (unsigned i = 0; i < (1u << M); ++i) store(x + i * h, r[i]);
+      for (unsigned i = 0; i < (1u << M); ++i) put(to + i * dst_step, r[i]);
     }
 }
 
-// Stages [lowest, lowest + stages) of a set of rows, as few register passes as possible, of
-// balanced sizes. The first pass reads through first_load, the last writes through last_store,
-// the others go through load / store (the tile's scratch).
-template <bool Descending, class FirstLoad, class Load, class Store, class LastStore>
-void run_stages(std::size_t count, unsigned lowest, unsigned stages, FirstLoad first_load, Load load, Store store,
-                LastStore last_store) {
+// Stages [lowest, lowest + stages) of a set of rows kept in `mid`, as few register passes as
+// possible, of balanced sizes. The first pass reads `first` through get, the last writes `last`
+// through put.
+template <bool Descending, class Get, class Put>
+void run_stages(std::size_t count, unsigned subs, unsigned lowest, unsigned stages, Rows first, Get get, Rows mid, Rows last,
+                Put put) {
   const unsigned passes = (stages + kRadixLog2 - 1) / kRadixLog2;
   unsigned done = 0;
   for (unsigned p = 0; p < passes; ++p) {
     const unsigned m = (stages - done + (passes - p) - 1) / (passes - p);
     const unsigned a = Descending ? lowest + stages - done - m : lowest + done;
-    auto pass = [&](auto ld, auto st) {
+    auto pass = [&](Rows src, auto ld, Rows dst, auto st) {
       switch (m) {
-        case 1: radix_pass<1, Descending>(count, a, ld, st); break;
-        case 2: radix_pass<2, Descending>(count, a, ld, st); break;
-        case 3: radix_pass<3, Descending>(count, a, ld, st); break;
+        case 1: radix_pass<1, Descending>(count, subs, a, src, ld, dst, st); break;
+        case 2: radix_pass<2, Descending>(count, subs, a, src, ld, dst, st); break;
+        case 3: radix_pass<3, Descending>(count, subs, a, src, ld, dst, st); break;
         default:
-          if constexpr (kRadixLog2 >= 4) radix_pass<4, Descending>(count, a, ld, st);
+          if constexpr (kRadixLog2 >= 4) radix_pass<4, Descending>(count, subs, a, src, ld, dst, st);
           break;
       }
     };
-    const bool first = p == 0, last = p + 1 == passes;
-    if (first && last) pass(first_load, last_store);
-    else if (first) pass(first_load, store);
-    else if (last) pass(load, last_store);
-    else pass(load, store);
+    const bool is_first = p == 0, is_last = p + 1 == passes;
+    if (is_first && is_last) pass(first, get, last, put);
+    else if (is_first) pass(first, get, mid, plain_store);
+    else if (is_last) pass(mid, plain_load, last, put);
+    else pass(mid, plain_load, mid, plain_store);
     done += m;
   }
 }
 
-inline Row load_row(const float* p, unsigned t) { return t == kLanes ? load(p) : load_lanes(p, t); }
-
-// Where the rows of one tile live while it is transformed, and the split of its stages.
+// The split of a tile's stages and where its rows live meanwhile. A tile is `subs` sub-tiles of
+// 16 blocks, each with its own rows in the scratch; they go through the high stages together, so
+// that the interleaved side is touched 64 x subs bytes at a time.
 struct TileShape {
   unsigned log2;        // L: B = 2^L
+  unsigned subs;        // sub-tiles of kLanes blocks
   unsigned chunk_log2;  // c: rows per chunk (low stages 4..c-1)
   unsigned cols_log2;   // columns per high-stage sweep (high stages c..L-1)
-  explicit TileShape(std::uint32_t B)
+  TileShape(std::uint32_t B, unsigned sub_tiles)
       : log2(static_cast<unsigned>(std::countr_zero(B))),
+        subs(sub_tiles),
         chunk_log2(std::min(log2, kChunkLog2)),
-        cols_log2(std::min(chunk_log2, log2 - chunk_log2 >= kL1RowsLog2 ? 0u : kL1RowsLog2 - (log2 - chunk_log2))) {}
+        cols_log2(sweep_cols_log2(log2 - chunk_log2 + static_cast<unsigned>(std::countr_zero(sub_tiles)), chunk_log2)) {}
+  // As many columns as keep a sweep within kL1RowsLog2 rows, at least one, at most a chunk.
+  static unsigned sweep_cols_log2(unsigned rows_log2, unsigned chunk_log2) {
+    return std::min(chunk_log2, rows_log2 >= kL1RowsLog2 ? 0u : kL1RowsLog2 - rows_log2);
+  }
   std::size_t chunk() const { return std::size_t{1} << chunk_log2; }
+  std::size_t cols() const { return std::size_t{1} << cols_log2; }
   unsigned low_stages() const { return chunk_log2 - 4; }
   unsigned high_stages() const { return log2 - chunk_log2; }
-  // One padding row per chunk, so the rows of a high-stage group (one per chunk) do not all map
-  // to the same L1 set.
-  float* row(float* scratch, std::size_t j) const { return scratch + (j + (j >> chunk_log2)) * kLanes; }
-  // Row j of the sweep that starts at column lo0: x = column + (chunk index << cols_log2).
-  std::size_t high_row(std::size_t lo0, std::size_t x) const {
-    return lo0 + (x & ((std::size_t{1} << cols_log2) - 1)) + ((x >> cols_log2) << chunk_log2);
+  std::size_t sweep_rows() const { return cols() << high_stages(); }
+  // In the scratch, one padding row per chunk, so that the rows of a high-stage group (one per
+  // chunk) do not all map to the same L1 set.
+  std::ptrdiff_t scratch_index(std::size_t j) const { return static_cast<std::ptrdiff_t>(j + (j >> chunk_log2)); }
+  std::ptrdiff_t sub_floats() const { return scratch_index(std::size_t{1} << log2) * kLanes + kLanes; }
+  // Chunk rows j0.. of sub-tile `sub`, from a buffer whose row j is at base + j * stride.
+  Rows chunk_rows(float* base, std::size_t j0, std::ptrdiff_t stride) const {
+    return {base + static_cast<std::ptrdiff_t>(j0) * stride, chunk_log2, stride, 0, kLanes};
+  }
+  Rows scratch_chunk(float* scratch, unsigned sub, std::size_t j0) const {
+    return {scratch + sub * sub_floats() + scratch_index(j0) * kLanes, chunk_log2, kLanes, 0, sub_floats()};
+  }
+  // The sweep at columns lo0..lo0 + cols - 1 of every chunk: x = column + (chunk << cols_log2).
+  Rows sweep_rows(float* base, std::size_t lo0, std::ptrdiff_t stride) const {
+    return {base + static_cast<std::ptrdiff_t>(lo0) * stride, cols_log2, stride, stride << chunk_log2, kLanes};
+  }
+  Rows scratch_sweep(float* scratch, std::size_t lo0) const {
+    return {scratch + scratch_index(lo0) * kLanes, cols_log2, kLanes, static_cast<std::ptrdiff_t>(chunk() + 1) * kLanes,
+            sub_floats()};
   }
 };
 
-// Where the encoded (interleaved) rows of tile b0 go or come from.
-struct Interleaved {
-  float* base;  // &encoded[b0]
-  std::uint64_t stride;
+// How a tile touches the caller's buffer: Full = all its blocks exist (else it is one sub-tile
+// with t blocks: only the first t lanes or blocks), Streaming = non-temporal stores.
+// Compile-time, so no test per row.
+template <bool Full, bool Streaming>
+struct Sink {
   unsigned t;
-  bool streaming;
-  float* at(std::size_t j) const { return base + j * stride; }
-  void put(std::size_t j, Row r) const {
-    if (t < kLanes) store_lanes(at(j), r, t);
-    else if (streaming) stream(at(j), r);
-    else store(at(j), r);
+  OR_INLINE unsigned blocks() const { return Full ? kLanes : t; }
+  OR_INLINE Row get(const float* p) const {
+    if constexpr (Full) return load(p);
+    else return load_lanes(p, t);
+  }
+  OR_INLINE void put(float* p, Row r) const {
+    if constexpr (!Full) store_lanes(p, r, t);
+    else if constexpr (Streaming) stream(p, r);
+    else store(p, r);
+  }
+  OR_INLINE void put_whole(float* p, Row r) const {  // a whole row even in a partial tile
+    if constexpr (Streaming) stream(p, r);
+    else store(p, r);
   }
 };
 
-void encode_tile(const Job& job, std::uint64_t b0, unsigned t, bool streaming) {
+template <class TileSink>
+void encode_tile(const Job& job, std::uint64_t b0, unsigned subs, TileSink sink) {
   const std::uint32_t B = job.size;
-  const TileShape shape(B);
+  const TileShape shape(B, subs);
   float* const S = job.scratch;
-  const Interleaved out{job.out + b0, job.blocks, t, streaming};
-  auto put_out = [&](std::size_t j, Row r) { out.put(j, r * job.scale); };
-  auto from_scratch = [&](std::size_t j) { return load(shape.row(S, j)); };
-  auto to_scratch = [&](std::size_t j, Row r) { store(shape.row(S, j), r); };
+  float* const out = job.out + b0;
+  const auto stride = static_cast<std::ptrdiff_t>(job.blocks);
+  const float scale = job.scale;
+  auto put_out = [sink, scale](float* p, Row r) { sink.put(p, r * scale); };
 
   const std::size_t chunk = shape.chunk();
-  const bool single_pass = shape.log2 == 4;
-  const bool low_is_last = shape.high_stages() == 0;
-  for (std::size_t j0 = 0; j0 < B; j0 += chunk) {
-    // Transpose 16 coordinates of the 16 blocks into rows, with the signs and stages h = 1..8.
+  // Transpose 16 coordinates of 16 blocks into rows, with the signs and stages h = 1..8.
+  auto first_pass = [&](const float* in, std::size_t j0, Rows dst, auto put) {
     for (std::size_t j = j0; j < j0 + chunk; j += kLanes) {
       Row r[kLanes];
-      for (unsigned k = 0; k < kLanes; ++k) r[k] = k < t ? load(job.in + (b0 + k) * B + j) : zero();
+      const float* src = in + j;
+#pragma GCC unroll 16
+      for (unsigned k = 0; k < kLanes; ++k) {
+        r[k] = k < sink.blocks() ? load(src + k * B) : zero();
+        _mm_prefetch(reinterpret_cast<const char*>(src + k * B + kPrefetchFloats), _MM_HINT_T0);
+      }
       transpose(r);
+#pragma GCC unroll 16
       for (unsigned i = 0; i < kLanes; ++i) r[i] = r[i] * job.signs[j + i];
       butterflies<4, false>(r);
-      for (unsigned i = 0; i < kLanes; ++i) single_pass ? put_out(j + i, r[i]) : to_scratch(j + i, r[i]);
+      float* to = dst.at(j - j0);
+#pragma GCC unroll 16
+      for (unsigned i = 0; i < kLanes; ++i) put(to + i * dst.low_stride, r[i]);
     }
-    auto ld = [&](std::size_t x) { return from_scratch(j0 + x); };
-    auto st = [&](std::size_t x, Row r) { to_scratch(j0 + x, r); };
-    auto last = [&](std::size_t x, Row r) { low_is_last ? put_out(j0 + x, r) : to_scratch(j0 + x, r); };
-    run_stages<false>(chunk, 4, shape.low_stages(), ld, ld, st, last);
+  };
+  for (unsigned sub = 0; sub < subs; ++sub) {
+    const float* in = job.in + (b0 + sub * kLanes) * B;
+    if (shape.log2 == 4) {
+      first_pass(in, 0, shape.chunk_rows(out + sub * kLanes, 0, stride), put_out);
+      continue;
+    }
+    for (std::size_t j0 = 0; j0 < B; j0 += chunk) {
+      const Rows scratch = shape.scratch_chunk(S, sub, j0);
+      first_pass(in, j0, scratch, plain_store);
+      if (shape.high_stages() == 0)
+        run_stages<false>(chunk, 1, 4, shape.low_stages(), scratch, plain_load, scratch,
+                          shape.chunk_rows(out + sub * kLanes, j0, stride), put_out);
+      else
+        run_stages<false>(chunk, 1, 4, shape.low_stages(), scratch, plain_load, scratch, scratch, plain_store);
+    }
   }
-  const std::size_t cols = std::size_t{1} << shape.cols_log2;
-  for (std::size_t lo0 = 0; shape.high_stages() && lo0 < chunk; lo0 += cols) {
-    auto ld = [&](std::size_t x) { return from_scratch(shape.high_row(lo0, x)); };
-    auto st = [&](std::size_t x, Row r) { to_scratch(shape.high_row(lo0, x), r); };
-    auto last = [&](std::size_t x, Row r) { put_out(shape.high_row(lo0, x), r); };
-    run_stages<false>(cols << shape.high_stages(), shape.cols_log2, shape.high_stages(), ld, ld, st, last);
+  for (std::size_t lo0 = 0; shape.high_stages() && lo0 < chunk; lo0 += shape.cols()) {
+    const Rows scratch = shape.scratch_sweep(S, lo0);
+    run_stages<false>(shape.sweep_rows(), subs, shape.cols_log2, shape.high_stages(), scratch, plain_load, scratch,
+                      shape.sweep_rows(out, lo0, stride), put_out);
   }
 }
 
-void decode_tile(const Job& job, std::uint64_t b0, unsigned t, bool streaming) {
+template <class TileSink>
+void decode_tile(const Job& job, std::uint64_t b0, unsigned subs, TileSink sink) {
   const std::uint32_t B = job.size;
-  const TileShape shape(B);
+  const TileShape shape(B, subs);
   float* const S = job.scratch;
-  const Interleaved in{const_cast<float*>(job.in) + b0, job.blocks, t, false};
-  auto from_scratch = [&](std::size_t j) { return load(shape.row(S, j)); };
-  auto to_scratch = [&](std::size_t j, Row r) { store(shape.row(S, j), r); };
-  // The encoded rows are one cache line every `stride` floats, beyond the hardware prefetchers'
-  // reach: each first read of a row fetches the same row of the next sweep (`ahead` floats on).
-  auto get_in = [&](std::size_t j, std::ptrdiff_t ahead) {
-    const float* p = in.at(j);
-    _mm_prefetch(reinterpret_cast<const char*>(p + ahead), _MM_HINT_T0);
-    return load_row(p, t);
+  float* const in = const_cast<float*>(job.in) + b0;  // only read
+  const auto stride = static_cast<std::ptrdiff_t>(job.blocks);
+  // The encoded rows are `blocks` floats apart, beyond the hardware prefetchers' reach: each
+  // first read of a row fetches the same row of the next sweep (`ahead` floats on).
+  auto get_in = [sink](std::ptrdiff_t ahead) {
+    return [sink, ahead](const float* p) {
+      _mm_prefetch(reinterpret_cast<const char*>(p + ahead), _MM_HINT_T0);
+      return sink.get(p);
+    };
   };
-  const std::ptrdiff_t next_tile = kLanes;
+  const auto next_tile = static_cast<std::ptrdiff_t>(subs * kLanes);
 
   const std::size_t chunk = shape.chunk();
-  const std::size_t cols = std::size_t{1} << shape.cols_log2;
-  for (std::size_t lo0 = 0; shape.high_stages() && lo0 < chunk; lo0 += cols) {
-    const std::ptrdiff_t ahead = lo0 + cols < chunk ? static_cast<std::ptrdiff_t>(cols * in.stride)
-                                                    : next_tile - static_cast<std::ptrdiff_t>(lo0 * in.stride);
-    auto first = [&](std::size_t x) { return get_in(shape.high_row(lo0, x), ahead); };
-    auto ld = [&](std::size_t x) { return from_scratch(shape.high_row(lo0, x)); };
-    auto st = [&](std::size_t x, Row r) { to_scratch(shape.high_row(lo0, x), r); };
-    run_stages<true>(cols << shape.high_stages(), shape.cols_log2, shape.high_stages(), first, ld, st, st);
+  for (std::size_t lo0 = 0; shape.high_stages() && lo0 < chunk; lo0 += shape.cols()) {
+    const auto ahead = lo0 + shape.cols() < chunk ? static_cast<std::ptrdiff_t>(shape.cols()) * stride
+                                                  : next_tile - static_cast<std::ptrdiff_t>(lo0) * stride;
+    const Rows scratch = shape.scratch_sweep(S, lo0);
+    run_stages<true>(shape.sweep_rows(), subs, shape.cols_log2, shape.high_stages(), shape.sweep_rows(in, lo0, stride),
+                     get_in(ahead), scratch, scratch, plain_store);
   }
-  const bool low_is_first = shape.high_stages() == 0;
-  const bool single_pass = shape.log2 == 4;
-  for (std::size_t j0 = 0; j0 < B; j0 += chunk) {
-    auto first = [&](std::size_t x) { return low_is_first ? get_in(j0 + x, next_tile) : from_scratch(j0 + x); };
-    auto ld = [&](std::size_t x) { return from_scratch(j0 + x); };
-    auto st = [&](std::size_t x, Row r) { to_scratch(j0 + x, r); };
-    run_stages<true>(chunk, 4, shape.low_stages(), first, ld, st, st);
-    // Stages h = 8..1, the signs and 1/sqrt(B), and the transpose back into the 16 blocks.
+  // Stages h = 8..1, the signs and 1/sqrt(B), and the transpose back into 16 blocks.
+  auto last_pass = [&](float* out, std::size_t j0, Rows src, auto get) {
     for (std::size_t j = j0; j < j0 + chunk; j += kLanes) {
       Row r[kLanes];
-      for (unsigned i = 0; i < kLanes; ++i) r[i] = single_pass ? get_in(j + i, next_tile) : from_scratch(j + i);
+      const float* from = src.at(j - j0);
+#pragma GCC unroll 16
+      for (unsigned i = 0; i < kLanes; ++i) r[i] = get(from + i * src.low_stride);
       butterflies<4, true>(r);
+#pragma GCC unroll 16
       for (unsigned i = 0; i < kLanes; ++i) r[i] = r[i] * (job.scale * job.signs[j + i]);
       transpose(r);
-      for (unsigned k = 0; k < t; ++k) {
-        float* dst = job.out + (b0 + k) * B + j;
-        streaming ? stream(dst, r[k]) : store(dst, r[k]);
-      }
+      float* dst = out + j;
+#pragma GCC unroll 16
+      for (unsigned k = 0; k < kLanes; ++k)
+        if (k < sink.blocks()) sink.put_whole(dst + k * B, r[k]);
+    }
+  };
+  for (unsigned sub = 0; sub < subs; ++sub) {
+    float* const out = job.out + (b0 + sub * kLanes) * B;
+    if (shape.log2 == 4) {
+      last_pass(out, 0, shape.chunk_rows(in + sub * kLanes, 0, stride), get_in(next_tile));
+      continue;
+    }
+    for (std::size_t j0 = 0; j0 < B; j0 += chunk) {
+      const Rows scratch = shape.scratch_chunk(S, sub, j0);
+      if (shape.high_stages() == 0)
+        run_stages<true>(chunk, 1, 4, shape.low_stages(), shape.chunk_rows(in + sub * kLanes, j0, stride),
+                         get_in(next_tile), scratch, scratch, plain_store);
+      else
+        run_stages<true>(chunk, 1, 4, shape.low_stages(), scratch, plain_load, scratch, scratch, plain_store);
+      last_pass(out, j0, scratch, plain_load);
     }
   }
 }
@@ -226,10 +313,18 @@ void transform_blocks(const Job& job) {
   // Non-temporal stores need whole, aligned lines: every row (encode) or block piece (decode).
   const bool aligned = reinterpret_cast<std::uintptr_t>(job.out) % 64 == 0 && (!Encode || job.blocks % kLanes == 0);
   const bool streaming = aligned && job.blocks * job.size * sizeof(float) >= kStreamingBytes;
-  for (std::uint64_t b0 = 0; b0 < job.blocks; b0 += kLanes) {
-    const auto t = static_cast<unsigned>(std::min<std::uint64_t>(kLanes, job.blocks - b0));
-    Encode ? encode_tile(job, b0, t, streaming) : decode_tile(job, b0, t, streaming);
-  }
+  auto tile = [&](std::uint64_t b0, unsigned subs, auto sink) {
+    Encode ? encode_tile(job, b0, subs, sink) : decode_tile(job, b0, subs, sink);
+  };
+  // Wide tiles, then single sub-tiles, then the last few blocks.
+  auto full_tiles = [&](auto sink) {
+    std::uint64_t b0 = 0;
+    for (; b0 + kSubTiles * kLanes <= job.blocks; b0 += kSubTiles * kLanes) tile(b0, kSubTiles, sink);
+    for (; b0 + kLanes <= job.blocks; b0 += kLanes) tile(b0, 1, sink);
+  };
+  if (streaming) full_tiles(Sink<true, true>{kLanes});
+  else full_tiles(Sink<true, false>{kLanes});
+  if (const auto t = static_cast<unsigned>(job.blocks % kLanes)) tile(job.blocks - t, 1, Sink<false, false>{t});
   if (streaming) _mm_sfence();  // the stores are weakly ordered: publish them before returning
 }
 
@@ -240,19 +335,18 @@ void transform_one(const float* in, float* out, std::uint32_t n, const float* si
   if (n < kLanes) return Encode ? reference::encode_one(in, out, n, signs, scale) : reference::decode_one(in, out, n, signs, scale);
   const std::size_t rows = n / kLanes;
   // Encode signs the input; decode signs (and both scale) the result.
-  auto finish = [&](std::size_t x, Row r) {
-    return Encode ? r * scale : r * (load(signs + x * kLanes) * scale);
+  auto finish = [signs, scale, out](float* p, Row r) {
+    store(p, Encode ? r * scale : r * (load(signs + (p - out)) * scale));
   };
   for (std::size_t x = 0; x < rows; ++x) {
     Row r = load(in + x * kLanes);
     if (Encode) r = r * load(signs + x * kLanes);
     r = in_row_fwht(r);
-    store(out + x * kLanes, rows == 1 ? finish(x, r) : r);
+    rows == 1 ? finish(out, r) : store(out + x * kLanes, r);
   }
-  auto ld = [&](std::size_t x) { return load(out + x * kLanes); };
-  auto st = [&](std::size_t x, Row r) { store(out + x * kLanes, r); };
-  auto last = [&](std::size_t x, Row r) { store(out + x * kLanes, finish(x, r)); };
-  run_stages<false>(rows, 0, static_cast<unsigned>(std::countr_zero(rows)), ld, ld, st, last);
+  const auto log2_rows = static_cast<unsigned>(std::countr_zero(rows));
+  const Rows all{out, log2_rows, kLanes, 0};
+  run_stages<false>(rows, 1, 0, log2_rows, all, plain_load, all, all, finish);
 }
 
 }  // namespace
