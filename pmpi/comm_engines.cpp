@@ -26,6 +26,22 @@ void retire(CommState* state) {
       g_history.fallbacks += e.agreed().fallbacks;
       g_history.injected_drops += e.agreed().injected_drops;
       g_history.transports.insert(e.transport().describe());
+      const RejectCounts& r = e.rejects();
+      const std::pair<const char*, std::uint64_t> reasons[] = {{"malformed", r.malformed}, {"foreign", r.foreign},
+                                                               {"stale", r.stale},         {"misplaced", r.misplaced},
+                                                               {"duplicate", r.duplicate}, {"overflow", r.overflow}};
+      for (const auto& [name, n] : reasons)
+        if (n) g_history.rejected_by_reason[name] += n;
+      for (const auto& [name, n] : e.transport().counters()) {
+        if (name.rfind("rejected_", 0) == 0) {
+          g_history.rejected_by_reason[name.substr(9)] += n;
+          g_history.rejected_messages += n;
+        } else if (name.find("_per_s") != std::string::npos) {
+          g_history.transport_counters[name] = n;
+        } else {
+          g_history.transport_counters[name] += n;
+        }
+      }
     }
   }
   delete state;  // destroys the engine and its transport; makes no MPI call

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <map>
 #include <set>
 #include <string>
 
@@ -34,6 +35,10 @@ struct EngineHistory {
   unsigned long long fallbacks = 0;
   unsigned long long injected_drops = 0;
   std::set<std::string> transports;
+  // Rejected messages by reason (the engine's and the transport's), and the transports' own
+  // counters (datagrams, FEC repairs...), summed over engines; rates keep the latest value.
+  std::map<std::string, unsigned long long> rejected_by_reason;
+  std::map<std::string, unsigned long long> transport_counters;
 };
 
 void setup_comm_engines();

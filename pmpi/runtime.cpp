@@ -88,6 +88,8 @@ void write_report(int rank, int size) {
   r.divergent_calls = h.divergent_calls;
   r.fallbacks = h.fallbacks;
   r.injected_drops = h.injected_drops;
+  r.rejected_by_reason = h.rejected_by_reason;
+  r.transport_counters = h.transport_counters;
 
   // The summary needs every rank's figures; the file needs every rank's object.
   const double figures[7] = {double(r.stats.intercepted_calls), double(r.stats.passthrough_calls), double(r.stats.bytes_reduced),

@@ -706,9 +706,9 @@ void Engine::reduce_chunk(std::uint32_t chunk) {
   contributors_[chunk] = static_cast<std::uint16_t>(-1);  // closed: later contributions are stale
   ++reduced_chunks_;
 
-  // Chunks are reduced in the order their contributions complete, so "last" is the last one
-  // reduced, not the highest index.
-  std::uint16_t flags = own_shard_reduced() ? WireHeader::kFlagLastSlice : 0;
+  // Chunks are reduced in the order their contributions complete, so "last" are the last ones
+  // reduced, not the highest indices.
+  std::uint16_t flags = reduced_chunks_ + kLastSlices > layout_.chunks_in_shard(rank_) ? WireHeader::kFlagLastSlice : 0;
   if (partial) flags |= WireHeader::kFlagPartial;
   for (int k = 1; k < ranks_; ++k) {
     const int peer = rotation_peer(rank_, ranks_, k);

@@ -29,6 +29,14 @@ std::string json_escape(const std::string& s) {
 }
 
 namespace {
+std::string object(const std::map<std::string, unsigned long long>& counts) {
+  std::ostringstream o;
+  o << "{";
+  for (const auto& [name, n] : counts) o << (o.tellp() > 1 ? ", " : "") << "\"" << json_escape(name) << "\": " << n;
+  o << "}";
+  return o.str();
+}
+
 std::string number(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6g", v);
@@ -51,7 +59,9 @@ std::string render_rank(const RankReport& r) {
     << ", \"divergent_calls\": " << r.divergent_calls << ", \"fallbacks\": " << r.fallbacks
     << ", \"injected_drops\": " << r.injected_drops
     << ", \"engines_created\": " << s.engines_created << ", \"engine_failures\": " << s.engine_failures
-    << ", \"rejected_messages\": " << r.rejected_messages << ", \"transports\": \"" << json_escape(r.transports) << "\""
+    << ", \"rejected_messages\": " << r.rejected_messages << ", \"rejected_by_reason\": " << object(r.rejected_by_reason)
+    << ", \"transports\": \"" << json_escape(r.transports) << "\""
+    << ", \"transport_counters\": " << object(r.transport_counters)
     << ", \"engine_buffer_bytes\": " << r.engine_buffer_bytes << ", \"largest_call_bytes\": " << r.largest_call_bytes
     << ", \"topology\": {\"packages\": " << r.topology.packages << ", \"cores\": " << r.topology.cores
     << ", \"hardware_threads\": " << r.topology.hardware_threads << ", \"numa_nodes\": " << r.topology.numa_nodes

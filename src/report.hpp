@@ -1,6 +1,7 @@
 // The JSON report: one object per rank, assembled by rank 0 into one file at MPI_Finalize.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ struct RankReport {
   unsigned long long divergent_calls = 0;  // agreed by all ranks of each communicator
   unsigned long long fallbacks = 0;
   unsigned long long injected_drops = 0;
+  std::map<std::string, unsigned long long> rejected_by_reason;
+  std::map<std::string, unsigned long long> transport_counters;  // e.g. datagrams_sent, fec_repaired
 };
 
 std::string render_rank(const RankReport& r);

@@ -9,7 +9,7 @@ std::vector<ScheduledSend> scatter_schedule(const ShardLayout& layout, int rank)
     for (int k = 1; k < n; ++k) {
       const int peer = rotation_peer(rank, n, k);
       const std::uint32_t chunks = layout.chunks_in_shard(peer);
-      if (c < chunks) sends.push_back({peer, c, c + 1 == chunks});
+      if (c < chunks) sends.push_back({peer, c, c + kLastSlices >= chunks});
     }
   }
   return sends;

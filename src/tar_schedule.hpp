@@ -13,8 +13,13 @@ namespace optireduce {
 struct ScheduledSend {
   int peer;
   std::uint32_t chunk;  // chunk of the destination's shard (scatter) or of the own shard (gather)
-  bool last_slice;      // the last message of this phase from this rank to this peer
+  bool last_slice;      // one of the last kLastSlices messages of this phase from this rank to this peer
 };
+
+// How many of the final messages of a phase carry the "last slice" flag: a receiver starts its
+// short closing grace once it has one of them from every sender, so a single lost datagram does
+// not hide the end of a phase and hold the receiver until its deadline.
+constexpr std::uint32_t kLastSlices = 3;
 
 // Every scatter-reduce send of `rank`, in order.
 std::vector<ScheduledSend> scatter_schedule(const ShardLayout& layout, int rank);
