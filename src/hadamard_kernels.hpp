@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -28,11 +29,23 @@ struct Job {
   float* scratch;         // scratch_floats(B) floats, 64-byte aligned
 };
 
-// Room for a tile of kTile blocks, or for the wide kernels' 4 sub-tiles of kTile blocks with
-// their padding rows (hadamard_simd.hpp).
-constexpr std::size_t scratch_floats(std::uint32_t block) {
-  return 4 * std::size_t{kTile} * (block + block / 128 + 2);
+namespace {
+// The wide kernels (hadamard_simd.hpp) transform tiles of up to 8 sub-tiles of kTile blocks, so
+// that they touch 64 x subs bytes of each interleaved row at a time. At 64 B the scattered rows
+// cost about 3.5x a memcpy of the same bytes here (a DRAM page opened per line); from 256 B on,
+// about 1x. The tile's scratch grows with it, so wide tiles stop at kTileBytes.
+constexpr unsigned kMaxSubTiles = 8;
+constexpr std::size_t kTileBytes = std::size_t{2} << 20;
+constexpr unsigned sub_tiles(std::uint32_t block) {
+  const std::size_t fit = kTileBytes / (std::size_t{block} * kTile * sizeof(float));
+  return static_cast<unsigned>(std::bit_floor(std::clamp<std::size_t>(fit, 1, kMaxSubTiles)));
 }
+
+// Room for the reference's tile, or for a wide tile with one padding row per 128 rows.
+constexpr std::size_t scratch_floats(std::uint32_t block) {
+  return std::max(std::size_t{kTile} * block, std::size_t{sub_tiles(block)} * kTile * (block + block / 128 + 2));
+}
+}  // namespace
 
 struct Kernels {
   void (*encode_blocks)(const Job&);

@@ -21,6 +21,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -35,9 +36,6 @@ constexpr unsigned kChunkLog2 = 8;         // rows of a chunk: 256 x 64 B = 16 K
 constexpr unsigned kL1RowsLog2 = 9;        // rows a high-stage sweep may touch
 // Beyond this much output, writing it around the caches saves reading it in first.
 constexpr std::uint64_t kStreamingBytes = std::uint64_t{8} << 20;
-// Sub-tiles of 16 blocks per tile: 256 B of each interleaved row at a time. At 64 B the scattered
-// rows cost about 3.5x a memcpy of the same bytes here (DRAM pages opened for one line each).
-constexpr unsigned kSubTiles = 4;
 // How far ahead encode fetches each of its 16 input streams.
 constexpr std::ptrdiff_t kPrefetchFloats = 8 * kLanes;
 
@@ -319,7 +317,8 @@ void transform_blocks(const Job& job) {
   // Wide tiles, then single sub-tiles, then the last few blocks.
   auto full_tiles = [&](auto sink) {
     std::uint64_t b0 = 0;
-    for (; b0 + kSubTiles * kLanes <= job.blocks; b0 += kSubTiles * kLanes) tile(b0, kSubTiles, sink);
+    const unsigned subs = sub_tiles(job.size);
+    for (; b0 + subs * kLanes <= job.blocks; b0 += subs * kLanes) tile(b0, subs, sink);
     for (; b0 + kLanes <= job.blocks; b0 += kLanes) tile(b0, 1, sink);
   };
   if (streaming) full_tiles(Sink<true, true>{kLanes});

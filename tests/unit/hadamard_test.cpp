@@ -91,6 +91,61 @@ TEST(Hadamard, SimdPathsEqualTheScalarReference) {
   }
 }
 
+// Every block size, with block counts that leave wide tiles, single sub-tiles and a partial one,
+// and a ragged tail: each SIMD level matches the reference both ways, and round-trips.
+TEST(Hadamard, EveryBlockSizeAndRaggedLengthMatchesTheReference) {
+  for (unsigned log2 = 1; log2 <= 16; ++log2) {
+    const std::uint64_t B = std::uint64_t{1} << log2;
+    const std::uint64_t blocks = log2 <= 12 ? 149 : 37;
+    const std::uint64_t n = blocks * B + (B > 1 ? B - 1 - B / 4 : 0);
+    auto x = random_vector(n, 10 + log2);
+    const auto seed = hadamard_seed(3, log2, 1);
+    HadamardOptions scalar;
+    scalar.block_log2 = log2;
+    scalar.simd = SimdLevel::scalar;
+    std::vector<float> ref(n), ref_dec(n);
+    hadamard_encode(x.data(), ref.data(), n, seed, scalar);
+    hadamard_decode(ref.data(), ref_dec.data(), n, seed, scalar);
+    for (SimdLevel level : {SimdLevel::avx2, SimdLevel::avx512}) {
+      HadamardOptions o = scalar;
+      o.simd = level;
+      std::vector<float> enc(n), dec(n), back(n);
+      hadamard_encode(x.data(), enc.data(), n, seed, o);
+      hadamard_decode(ref.data(), dec.data(), n, seed, o);
+      hadamard_decode(enc.data(), back.data(), n, seed, o);
+      for (std::uint64_t i = 0; i < n; ++i) {
+        ASSERT_NEAR(enc[i], ref[i], 1e-5) << to_string(level) << " encode, block 2^" << log2 << ", index " << i;
+        ASSERT_NEAR(dec[i], ref_dec[i], 1e-5) << to_string(level) << " decode, block 2^" << log2 << ", index " << i;
+        ASSERT_NEAR(back[i], x[i], 1e-5) << to_string(level) << " round trip, block 2^" << log2 << ", index " << i;
+      }
+    }
+  }
+}
+
+// Large aligned outputs take the non-temporal stores; they must give the same numbers.
+TEST(Hadamard, LargeAlignedOutputsMatchTheReference) {
+  const std::uint64_t B = 4096, n = 640 * B + 100;  // over 8 MiB
+  auto x = random_vector(n, 21);
+  auto aligned = [](std::vector<float>& v) {
+    const auto misalignment = reinterpret_cast<std::uintptr_t>(v.data()) % 64;
+    return v.data() + (misalignment ? (64 - misalignment) / sizeof(float) : 0);
+  };
+  const auto seed = hadamard_seed(8, 9, 10);
+  HadamardOptions scalar;
+  scalar.simd = SimdLevel::scalar;
+  std::vector<float> ref(n), ref_dec(n), enc_buffer(n + 16), dec_buffer(n + 16);
+  hadamard_encode(x.data(), ref.data(), n, seed, scalar);
+  hadamard_decode(ref.data(), ref_dec.data(), n, seed, scalar);
+  float* enc = aligned(enc_buffer);
+  float* dec = aligned(dec_buffer);
+  hadamard_encode(x.data(), enc, n, seed, HadamardOptions{});
+  hadamard_decode(ref.data(), dec, n, seed, HadamardOptions{});
+  for (std::uint64_t i = 0; i < n; ++i) {
+    ASSERT_NEAR(enc[i], ref[i], 1e-5) << "encode " << i;
+    ASSERT_NEAR(dec[i], ref_dec[i], 1e-5) << "decode " << i;
+  }
+}
+
 TEST(Hadamard, ALostChunkBecomesSmallNoiseOverManyBlocks) {
   // Heavy-tailed data, as real gradients are: a few large entries among many small ones.
   const std::uint64_t n = 64 * 4096;
