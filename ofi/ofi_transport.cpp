@@ -37,8 +37,7 @@ constexpr std::uint32_t kFiVersion = FI_VERSION(1, 9);
 constexpr std::size_t kReceivesPosted = 512;  // udp offers 1024; half keeps headroom for reposts
 constexpr std::size_t kMaxCompletionsPerPoll = 256;
 constexpr auto kHelloInterval = std::chrono::milliseconds(2);
-// Before the engine has measured its network: ~2.4 Gbit/s per rank, which four ranks on one
-// loopback absorb without overflowing a 208 KiB socket buffer (measured; see README).
+// Pace before (and at least) what the calibration calls suggest: 2.4 Gbit/s per rank.
 constexpr double kDefaultPaceBytesPerS = 300e6;
 // Most that one rank puts in front of its receivers at once: a share of one receiver's default
 // socket buffer (208 KiB), which every sender fills together.
@@ -801,7 +800,9 @@ TransportStatus OfiTransport::poll(Clock::time_point deadline,
 
 void OfiTransport::suggest_pace(double bytes_per_s) {
   if (options_.rate_bits_per_s > 0 || !(bytes_per_s > 0)) return;  // OPTIREDUCE_RATE wins
-  bucket_.configure(bytes_per_s, kBurstBytes);
+  // Never below the default: a calibration call's time includes how late its ranks entered, so
+  // one slow call must not throttle every datagram after it (the window protects receivers).
+  bucket_.configure(std::max(bytes_per_s, kDefaultPaceBytesPerS), kBurstBytes);
 }
 
 std::vector<std::pair<std::string, std::uint64_t>> OfiTransport::counters() const {

@@ -42,6 +42,8 @@ constexpr std::uint64_t kEarlyEpochs = 4;
 constexpr double kGraceShare = 0.05;
 // A probe of the datagram path may take this many times the exact call it shadows.
 constexpr double kProbeBudgetFactor = 4.0;
+// Datagrams are paced at this multiple of the rate the exact calls achieved.
+constexpr double kPaceHeadroom = 2.0;
 
 std::uint64_t random_nonce() {
   std::random_device device;
@@ -273,6 +275,14 @@ CallStats Engine::exact_over_bootstrap(const float* input, float* output, std::u
     budget.us.fill(std::min(std::chrono::duration<double, std::micro>(options_.timeout).count(), kProbeBudgetFactor * exact_us));
     const CallStats probe = tar_call(probe_source, probe_output_.data(), count, stats, Clock::now(), cls, &budget);
     if (probe.status != CallStatus::ok) stats.status = probe.status;
+    // The pace of the datagrams: the rate at which the job's MPI moved this rank's share of
+    // the call, with headroom; the largest class calibrated so far sets it.
+    if (stats.kind == CallKind::calibration && !deadlines_.calibrating(cls) && exact_us > 0) {
+      const double own = double(ShardLayout(count, ranks_, chunk_elems_).shard_size(rank_));
+      const double bytes = (double(count) - own + own * (ranks_ - 1)) * sizeof(float);
+      paced_bytes_per_s_ = std::max(paced_bytes_per_s_, kPaceHeadroom * bytes / (exact_us * 1e-6));
+      transport_->suggest_pace(paced_bytes_per_s_);
+    }
   }
   stats.latency_us = us_since(start);
   last_call_ = stats;

@@ -176,6 +176,7 @@ class Engine {
   std::uint32_t chunk_elems_ = 0;  // options' chunk, cut to what one message of the transport holds
   bool probing_ = false;
   std::vector<float> probe_input_, probe_output_;  // probes of in-place calls, and their results
+  double paced_bytes_per_s_ = 0;  // suggested to the transport after calibration
   std::size_t largest_call_bytes_ = 0;
 
   static constexpr std::size_t kMaxStaging = 4;
