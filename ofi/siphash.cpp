@@ -23,8 +23,9 @@ struct State {
 };
 
 std::uint64_t load_le64(const std::byte* p) {
-  std::uint64_t x = 0;
-  for (int i = 7; i >= 0; --i) x = (x << 8) | std::to_integer<std::uint64_t>(p[i]);
+  std::uint64_t x;
+  std::memcpy(&x, p, sizeof x);
+  if constexpr (std::endian::native == std::endian::big) x = __builtin_bswap64(x);
   return x;
 }
 
