@@ -5,18 +5,20 @@
 // transpose (16 rows in place), in_row_fwht (the first four stages within one row), and
 // kRadixLog2 (how many stages one pass keeps in registers).
 //
-// Layout of a tile: 16 blocks side by side, "row" j = coordinate j of the 16 blocks, which is
+// Layout of a sub-tile: 16 blocks side by side, "row" j = coordinate j of the 16 blocks, which is
 // exactly what the interleaved encoded range stores at out[j * blocks + b0 ...]. Every butterfly
 // stage is then a plain add and subtract of two rows; only the block-major side (the input of
-// encode, the output of decode) needs a 16x16 transpose, fused with the first (last) four stages.
-// The stages run as passes of up to 2^kRadixLog2 rows held in registers, over a part of the tile
-// small enough for L1:
-//   low stages  (h < 512 rows): per chunk of 512 consecutive rows (32 KiB);
-//   high stages (h >= 512): per sweep over a few columns j mod 512 of every chunk.
-// So the tile crosses L2 once; the signs and 1/sqrt(B) ride on the first or last pass, and the
-// encoded side goes straight from or to the caller's buffer (non-temporal when it is large).
+// encode, the output of decode) needs a 16x16 transpose, fused with the stages h = 1..8. The other
+// stages run as passes of up to 2^kRadixLog2 rows held in registers, over a part small enough
+// for L1:
+//   low stages  (h = 16..128 rows): per chunk of 256 consecutive rows (16 KiB), one pass;
+//   high stages (h >= 256): per sweep over a few columns j mod 256 of every chunk.
+// A tile is several sub-tiles (sub_tiles() in hadamard_kernels.hpp) that take the high stages
+// together, so the interleaved side is read or written 256-512 B per row at a time. The tile
+// crosses L2 once; the signs and 1/sqrt(B) ride on the first or last pass, and the encoded side
+// goes straight from or to the caller's buffer (non-temporal stores when large and aligned).
 // Decode runs the same passes in the opposite order (the stages commute), so it costs the same
-// as encode; its strided reads are prefetched one sweep ahead.
+// as encode (to rounding, not bit for bit); its strided reads are prefetched one sweep ahead.
 #pragma once
 
 #include <immintrin.h>
@@ -31,7 +33,7 @@
 namespace optireduce::hadamard_detail {
 namespace {
 
-constexpr std::uint32_t kLanes = 16;       // floats per Row = blocks per tile
+constexpr std::uint32_t kLanes = 16;       // floats per Row = blocks per sub-tile
 constexpr unsigned kChunkLog2 = 8;         // rows of a chunk: 256 x 64 B = 16 KiB; stages 4..7 = one pass
 constexpr unsigned kL1RowsLog2 = 9;        // rows a high-stage sweep may touch
 // Beyond this much output, writing it around the caches saves reading it in first.
@@ -153,7 +155,7 @@ struct TileShape {
   // chunk) do not all map to the same L1 set.
   std::ptrdiff_t scratch_index(std::size_t j) const { return static_cast<std::ptrdiff_t>(j + (j >> chunk_log2)); }
   std::ptrdiff_t sub_floats() const { return scratch_index(std::size_t{1} << log2) * kLanes + kLanes; }
-  // Chunk rows j0.. of sub-tile `sub`, from a buffer whose row j is at base + j * stride.
+  // Chunk rows j0.. of a buffer whose row j is at base + j * stride.
   Rows chunk_rows(float* base, std::size_t j0, std::ptrdiff_t stride) const {
     return {base + static_cast<std::ptrdiff_t>(j0) * stride, chunk_log2, stride, 0, kLanes};
   }
@@ -238,9 +240,16 @@ void encode_tile(const Job& job, std::uint64_t b0, unsigned subs, TileSink sink)
         run_stages<false>(chunk, 1, 4, shape.low_stages(), scratch, plain_load, scratch, scratch, plain_store);
     }
   }
+  // The sweeps gather a few rows of every chunk, from L2 or beyond: each first read of a row
+  // fetches the same row of the next sweep.
+  const auto next_sweep = static_cast<std::ptrdiff_t>(shape.cols() * kLanes);
+  auto get_ahead = [next_sweep](const float* p) {
+    _mm_prefetch(reinterpret_cast<const char*>(p + next_sweep), _MM_HINT_T0);
+    return load(p);
+  };
   for (std::size_t lo0 = 0; shape.high_stages() && lo0 < chunk; lo0 += shape.cols()) {
     const Rows scratch = shape.scratch_sweep(S, lo0);
-    run_stages<false>(shape.sweep_rows(), subs, shape.cols_log2, shape.high_stages(), scratch, plain_load, scratch,
+    run_stages<false>(shape.sweep_rows(), subs, shape.cols_log2, shape.high_stages(), scratch, get_ahead, scratch,
                       shape.sweep_rows(out, lo0, stride), put_out);
   }
 }
