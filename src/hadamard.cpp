@@ -66,8 +66,8 @@ float* scratch(std::uint32_t block) {
   thread_local std::vector<float> buffer;
   const std::size_t need = scratch_floats(block) + kLineFloats;
   if (buffer.size() < need) buffer.resize(need);
-  const auto address = reinterpret_cast<std::uintptr_t>(buffer.data());
-  return buffer.data() + (-address / sizeof(float)) % kLineFloats;
+  const auto misalignment = reinterpret_cast<std::uintptr_t>(buffer.data()) % 64;
+  return buffer.data() + (misalignment ? (64 - misalignment) / sizeof(float) : 0);
 }
 
 template <bool Encode>

@@ -33,9 +33,9 @@ namespace {
 // The wide kernels (hadamard_simd.hpp) transform tiles of up to 8 sub-tiles of kTile blocks, so
 // that they touch 64 x subs bytes of each interleaved row at a time. At 64 B the scattered rows
 // cost about 3.5x a memcpy of the same bytes here (a DRAM page opened per line); from 256 B on,
-// about 1x. The tile's scratch grows with it, so wide tiles stop at kTileBytes.
+// about 1x. The tile's scratch (per thread) grows with it, so wide tiles stop at kTileBytes.
 constexpr unsigned kMaxSubTiles = 8;
-constexpr std::size_t kTileBytes = std::size_t{2} << 20;
+constexpr std::size_t kTileBytes = std::size_t{4} << 20;
 constexpr unsigned sub_tiles(std::uint32_t block) {
   const std::size_t fit = kTileBytes / (std::size_t{block} * kTile * sizeof(float));
   return static_cast<unsigned>(std::bit_floor(std::clamp<std::size_t>(fit, 1, kMaxSubTiles)));
