@@ -25,6 +25,7 @@ void retire(CommState* state) {
       g_history.divergent_calls += e.agreed().divergent_calls;
       g_history.fallbacks += e.agreed().fallbacks;
       g_history.injected_drops += e.agreed().injected_drops;
+      g_history.fill_agreement_incomplete += e.agreed().fill_agreement_incomplete;
       g_history.transports.insert(e.transport().describe());
       const RejectCounts& r = e.rejects();
       const std::pair<const char*, std::uint64_t> reasons[] = {{"malformed", r.malformed}, {"foreign", r.foreign},
@@ -59,6 +60,7 @@ EngineOptions engine_options(const Config& config) {
   o.calibration_calls = config.calibration_calls;
   o.loss_budget = config.loss_budget;
   o.fill = config.fill_local ? FillPolicy::local : FillPolicy::zero;
+  o.agree_fill = config.agree_fill;
   o.hadamard = config.hadamard == 0 ? HadamardMode::off : config.hadamard == 1 ? HadamardMode::on : HadamardMode::automatic;
   o.hadamard_block_log2 = config.hadamard_block_log2;
   o.faults.drop = config.fault_drop;

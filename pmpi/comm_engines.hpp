@@ -34,6 +34,7 @@ struct EngineHistory {
   unsigned long long divergent_calls = 0;
   unsigned long long fallbacks = 0;
   unsigned long long injected_drops = 0;
+  unsigned long long fill_agreement_incomplete = 0;
   std::set<std::string> transports;
   // Rejected messages by reason (the engine's and the transport's), and the transports' own
   // counters (datagrams, FEC repairs...), summed over engines; rates keep the latest value.

@@ -88,6 +88,7 @@ void write_report(int rank, int size) {
   r.divergent_calls = h.divergent_calls;
   r.fallbacks = h.fallbacks;
   r.injected_drops = h.injected_drops;
+  r.fill_agreement_incomplete = h.fill_agreement_incomplete;
   r.rejected_by_reason = h.rejected_by_reason;
   r.transport_counters = h.transport_counters;
 

@@ -175,6 +175,15 @@ const std::vector<Parameter>& table() {
          c.fill_local = v == "local";
          return true;
        }},
+      {{"OPTIREDUCE_AGREE_FILL", "on", "on, off",
+        "bounded calls end with the ranks telling each other which all-gather chunks they lack and "
+        "filling the union on every rank, so replicas stay bitwise identical (zero fill only); off: "
+        "each rank fills only what it lacks, replicas may drift (counted as divergent_calls)"},
+       [](Config& c, const std::string& v) {
+         if (v != "on" && v != "off") return false;
+         c.agree_fill = v == "on";
+         return true;
+       }},
       {{"OPTIREDUCE_HADAMARD", "auto", "on, off, auto",
         "randomized Hadamard transform of bounded calls, which turns a lost chunk into small noise "
         "spread over many coordinates; auto: on while the communicator has recently lost data"},
@@ -329,7 +338,8 @@ std::string Config::agreement_text() const {
   std::ostringstream out;
   out << "mode=" << to_string(mode) << ";transport=" << to_string(transport) << ";min_bytes=" << min_bytes
       << ";chunk_bytes=" << chunk_bytes << ";timeout_ms=" << timeout_ms << ";loss_budget=" << loss_budget
-      << ";fill=" << (fill_local ? "local" : "zero") << ";calibration_calls=" << calibration_calls
+      << ";fill=" << (fill_local ? "local" : "zero") << ";agree_fill=" << agree_fill
+      << ";calibration_calls=" << calibration_calls
       << ";hadamard=" << hadamard << ";hadamard_block_log2=" << hadamard_block_log2;
   // The interface may differ per host and the pace per rank; the provider and FEC shape the wire.
   if (transport == TransportKind::ofi) out << ";ofi_provider=" << ofi_provider << ";fec=" << fec_group;

@@ -30,6 +30,7 @@ struct Config {
   LogLevel log_level = LogLevel::warn;
   double loss_budget = 0.10;
   bool fill_local = false;  // all-gather chunks that never arrived: false = zero, true = local
+  bool agree_fill = true;   // ranks exchange their missing chunks and fill the union alike
   unsigned calibration_calls = 20;
   int hadamard = 2;               // 0 off, 1 on, 2 auto
   unsigned hadamard_block_log2 = 12;

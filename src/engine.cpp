@@ -42,6 +42,10 @@ constexpr std::uint64_t kEarlyEpochs = 4;
 constexpr double kGraceShare = 0.05;
 // A probe of the datagram path may take this many times the exact call it shadows.
 constexpr double kProbeBudgetFactor = 4.0;
+// How long a bounded call waits for the other ranks' lists of missing chunks: this share of the
+// all-gather budget, at least kAgreeMinUs.
+constexpr double kAgreeShare = 0.25;
+constexpr double kAgreeMinUs = 500;
 // Datagrams are paced at this multiple of the rate the exact calls achieved.
 constexpr double kPaceHeadroom = 2.0;
 
@@ -221,10 +225,21 @@ void Engine::begin_call(Staging& staging, float* output, std::uint64_t count) {
   filled_entries_ = 0;
   last_arrival_.fill(Clock::now());
 
+  chunk_base_.assign(ranks_, 0);
+  for (int p = 1; p < ranks_; ++p) chunk_base_[p] = chunk_base_[p - 1] + layout_.chunks_in_shard(p - 1);
+  const std::uint64_t total_chunks = chunk_base_[ranks_ - 1] + layout_.chunks_in_shard(ranks_ - 1);
+  missing_bytes_ = static_cast<std::size_t>((total_chunks + 7) / 8);
+  missing_piece_bytes_ = std::max<std::size_t>(1, transport_->max_message_bytes() - WireHeader::kEncodedSize);
+  missing_pieces_per_rank_ = missing_bytes_ ? (missing_bytes_ + missing_piece_bytes_ - 1) / missing_piece_bytes_ : 0;
+  union_missing_.assign(missing_bytes_, std::byte{0});
+  counted_.assign(static_cast<std::size_t>(total_chunks), 0);
+  missing_pieces_.assign(static_cast<std::size_t>(ranks_) * missing_pieces_per_rank_, 0);
+  missing_complete_ = 0;
+
   // One header slot per send of this call, sized up front: UCX reads a header until its send
   // completes, so the storage must not move while the call runs.
-  const std::size_t sends =
-      scatter_schedule(layout_, rank_).size() + static_cast<std::size_t>(own_chunks + 1) * (ranks_ - 1);
+  const std::size_t sends = scatter_schedule(layout_, rank_).size() +
+                            static_cast<std::size_t>(own_chunks + 1 + missing_pieces_per_rank_) * (ranks_ - 1);
   if (staging.headers.size() < sends) staging.headers.resize(sends);
   staging.posted_until.assign(ranks_, 0);
   headers_used_ = 0;
@@ -423,10 +438,14 @@ CallStats Engine::tar_call(const float* input, float* output, std::uint64_t coun
   if (run_phase(1, phase_deadline, [&] { return gather_remaining_ == 0; },
                 [&](int p) { return layout_.chunks_in_shard(p) > 0; }) == TransportStatus::error)
     return fail(stats, TransportStatus::error, start, count);
-  if (gather_remaining_ > 0) {
-    if (!bounded) return fail(stats, TransportStatus::timeout, start, count);
-    fill_missing_gather_chunks();
+  if (gather_remaining_ > 0 && !bounded) return fail(stats, TransportStatus::timeout, start, count);
+  if (bounded && !probe && ranks_ > 1 && options_.agree_fill && options_.fill == FillPolicy::zero) {
+    // Short: every rank is at the end of its gather phase by now, or late beyond saving.
+    const double wait_us = std::max(kAgreeMinUs, kAgreeShare * budget.us[1]);
+    stats.fill_agreed = agree_on_missing(std::min(after_us(Clock::now(), wait_us), hard_deadline));
+    if (!stats.fill_agreed) ++agreed_.fill_agreement_incomplete;
   }
+  if (gather_remaining_ > 0) fill_missing_gather_chunks();
   // Decoding once at the end keeps this rank's own work out of the phases' deadlines, which were
   // calibrated on the network alone (decoding a shard as soon as it completes was measured to
   // push phases past their deadlines on a busy host).
@@ -488,7 +507,8 @@ CallStats Engine::tar_call(const float* input, float* output, std::uint64_t coun
 void Engine::agree_after_bounded_call(const CallStats& call) {
   window_entries_ += call.entries;
   window_dropped_ += call.dropped_entries;
-  if (call.filled_entries) window_filled_calls_ |= 1ull << bounded_since_agreement_;
+  // A call whose fill every rank agreed on left identical results even if it filled.
+  if (call.filled_entries && !call.fill_agreed) window_filled_calls_ |= 1ull << bounded_since_agreement_;
   if (call.entries) window_worst_call_loss_ = std::max(window_worst_call_loss_, double(call.dropped_entries) / double(call.entries));
   if (++bounded_since_agreement_ < options_.sync_interval) return;
 
@@ -626,6 +646,7 @@ void Engine::on_message(const InboundMessage& message) {
 }
 
 void Engine::apply(const WireHeader& h, std::size_t payload_size, const PayloadReader& receive) {
+  if (h.phase == Phase::missing) return apply_missing(h, payload_size, receive);
   if (h.total != layout_.total() || payload_size != static_cast<std::size_t>(h.length) * sizeof(float)) {
     ++rejects_.misplaced;
     return;
@@ -677,7 +698,10 @@ void Engine::apply(const WireHeader& h, std::size_t payload_size, const PayloadR
     seen = 1;
     --gather_remaining_;
     last_arrival_[1] = Clock::now();
-    if (h.partial()) dropped_entries_ += h.length;
+    if (h.partial()) {
+      dropped_entries_ += h.length;
+      counted_[global_chunk(source, *c)] = 1;
+    }
   }
 }
 
@@ -712,7 +736,10 @@ void Engine::reduce_chunk(std::uint32_t chunk) {
     std::memcpy(own + b, acc, n * sizeof(float));
   }
   if (!transformed_) std::memcpy(output_ + e.offset, own, e.length * sizeof(float));
-  if (partial) dropped_entries_ += e.length;
+  if (partial) {
+    dropped_entries_ += e.length;
+    counted_[global_chunk(rank_, chunk)] = 1;
+  }
   contributors_[chunk] = static_cast<std::uint16_t>(-1);  // closed: later contributions are stale
   ++reduced_chunks_;
 
@@ -757,6 +784,80 @@ void Engine::fill_missing_gather_chunks() {
     }
   }
   gather_remaining_ = 0;
+}
+
+bool Engine::agree_on_missing(Clock::time_point deadline) {
+  auto& mine = current_->missing;
+  mine.assign(missing_bytes_, std::byte{0});
+  for (int p = 0; p < ranks_; ++p) {
+    if (p == rank_) continue;
+    for (std::uint32_t c = 0; c < layout_.chunks_in_shard(p); ++c)
+      if (!gather_seen_[static_cast<std::size_t>(p) * layout_.max_chunks() + c]) {
+        const std::uint64_t g = global_chunk(p, c);
+        mine[g / 8] |= std::byte{static_cast<unsigned char>(1u << (g % 8))};
+      }
+  }
+  for (std::size_t i = 0; i < missing_bytes_; ++i) union_missing_[i] |= mine[i];
+  for (int k = 1; k < ranks_; ++k) {
+    const int peer = rotation_peer(rank_, ranks_, k);
+    for (std::size_t at = 0; at < missing_bytes_; at += missing_piece_bytes_) {
+      WireHeader h;
+      h.phase = Phase::missing;
+      h.source = static_cast<std::uint32_t>(rank_);
+      h.comm_id = comm_id_;
+      h.epoch = epoch_;
+      h.total = layout_.total();
+      h.offset = at;
+      h.length = static_cast<std::uint32_t>(std::min(missing_piece_bytes_, missing_bytes_ - at));
+      auto& header = current_->headers.at(headers_used_++);
+      encode(h, header);
+      if (transport_->send(peer, header, {mine.data() + at, h.length}) == TransportStatus::ok) ++posted_[peer];
+    }
+  }
+  const bool complete = wait_until(deadline, [&] { return missing_complete_ == static_cast<std::size_t>(ranks_ - 1); },
+                                   true) == TransportStatus::ok &&
+                        missing_complete_ == static_cast<std::size_t>(ranks_ - 1);
+  // Close the union here too: a chunk another rank lacks is filled on every rank, even where it
+  // arrived (and on its owner), so results stay identical. Counted as dropped where it is done.
+  for (int p = 0; p < ranks_; ++p)
+    for (std::uint32_t c = 0; c < layout_.chunks_in_shard(p); ++c) {
+      const std::uint64_t g = global_chunk(p, c);
+      if ((union_missing_[g / 8] & std::byte{static_cast<unsigned char>(1u << (g % 8))}) == std::byte{0}) continue;
+      if (p != rank_) {
+        auto& seen = gather_seen_[static_cast<std::size_t>(p) * layout_.max_chunks() + c];
+        if (!seen) continue;  // this rank lacks it too: fill_missing_gather_chunks() fills and counts it
+        seen = 1;
+      }
+      const Extent e = layout_.chunk(p, c);
+      std::memset(gather_target() + e.offset, 0, e.length * sizeof(float));
+      filled_entries_ += e.length;
+      if (!counted_[g]) dropped_entries_ += e.length;  // a partial chunk was counted already
+      counted_[g] = 1;
+    }
+  return complete;
+}
+
+void Engine::apply_missing(const WireHeader& h, std::size_t payload_size, const PayloadReader& receive) {
+  const std::size_t piece = missing_piece_bytes_ ? h.offset / missing_piece_bytes_ : 0;
+  if (h.total != layout_.total() || !bounded_call_ || h.offset % missing_piece_bytes_ != 0 ||
+      piece >= missing_pieces_per_rank_ || payload_size != h.length ||
+      h.length != std::min(missing_piece_bytes_, missing_bytes_ - h.offset)) {
+    ++rejects_.misplaced;
+    return;
+  }
+  auto& seen = missing_pieces_[static_cast<std::size_t>(h.source) * missing_pieces_per_rank_ + piece];
+  if (seen) {
+    ++rejects_.duplicate;
+    return;
+  }
+  std::vector<std::byte> bits(payload_size);
+  if (!receive(bits)) return;
+  seen = 1;
+  for (std::size_t i = 0; i < bits.size(); ++i) union_missing_[h.offset + i] |= bits[i];
+  bool whole = true;
+  for (std::size_t k = 0; k < missing_pieces_per_rank_; ++k)
+    whole = whole && missing_pieces_[static_cast<std::size_t>(h.source) * missing_pieces_per_rank_ + k];
+  if (whole) ++missing_complete_;
 }
 
 void Engine::decode_shard(int p) {

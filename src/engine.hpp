@@ -43,6 +43,10 @@ struct EngineOptions {
   unsigned reliable_calls_after_overrun = 16;  // two agreement windows
   unsigned sync_interval = 8;                // bounded calls between two agreement rounds
   FillPolicy fill = FillPolicy::zero;
+  // Bounded calls end with the ranks exchanging which all-gather chunks they lack, so every rank
+  // fills the union alike and results stay identical (zero fill only: a local fill differs by
+  // rank by nature).
+  bool agree_fill = true;
   HadamardMode hadamard = HadamardMode::automatic;
   unsigned hadamard_block_log2 = 12;
   FaultOptions faults;
@@ -63,6 +67,7 @@ struct CallStats {
   std::uint64_t dropped_entries = 0;  // entries that lacked a contribution or arrived nowhere
   std::uint64_t filled_entries = 0;   // of those, all-gather entries this rank had to fill in
   bool transformed = false;           // ran in the Hadamard domain
+  bool fill_agreed = false;           // every rank's missing chunks were known here: same fill
   double latency_us = 0;
   std::array<double, kTarPhases> deadline_us{};  // budget of each phase (0 for exact calls)
   std::array<double, kTarPhases> phase_us{};     // time each phase took
@@ -84,6 +89,7 @@ struct AgreedCounts {
   std::uint64_t divergent_calls = 0;  // calls where some rank filled all-gather chunks
   std::uint64_t fallbacks = 0;        // times the loss budget sent the communicator to exact
   std::uint64_t injected_drops = 0;   // chunks discarded by OPTIREDUCE_FAULT_DROP (this rank)
+  std::uint64_t fill_agreement_incomplete = 0;  // bounded calls that filled without every rank's list (this rank)
 };
 
 class Engine {
@@ -130,6 +136,7 @@ class Engine {
     std::vector<float> data;
     std::vector<std::array<std::byte, WireHeader::kEncodedSize>> headers;
     std::vector<std::uint64_t> posted_until;  // per peer: the send count once its call posted
+    std::vector<std::byte> missing;           // bitmap of the all-gather chunks this rank lacked
   };
   using PayloadReader = std::function<bool(std::span<std::byte>)>;
 
@@ -151,6 +158,11 @@ class Engine {
   void reduce_chunk(std::uint32_t chunk);
   void close_scatter_phase();
   void fill_missing_gather_chunks();
+  // Tells every peer which all-gather chunks this rank lacks, waits (until `deadline`) for
+  // theirs, and closes the union of them on this rank too. True when every list came.
+  bool agree_on_missing(Clock::time_point deadline);
+  void apply_missing(const WireHeader& h, std::size_t payload_size, const PayloadReader& receive);
+  std::uint64_t global_chunk(int owner, std::uint32_t chunk) const { return chunk_base_[owner] + chunk; }
   // Decodes shard p from staging into the caller's buffer (Hadamard calls), once.
   void decode_shard(int p);
   // Where the all-gather of this call lands: the caller's buffer, or staging when the call runs
@@ -208,6 +220,14 @@ class Engine {
   std::uint64_t gather_remaining_ = 0;
   std::uint64_t gather_expected_ = 0;
   std::vector<std::uint8_t> decoded_;               // shards already decoded (Hadamard calls)
+  std::vector<std::uint64_t> chunk_base_;           // per owner: global index of its first chunk
+  std::size_t missing_bytes_ = 0;                   // bytes of a missing-chunk bitmap
+  std::size_t missing_piece_bytes_ = 0;             // bytes of one missing message
+  std::vector<std::byte> union_missing_;            // OR of the bitmaps that came this call
+  std::vector<std::uint8_t> counted_;               // [global chunk]: already counted as dropped
+  std::vector<std::uint8_t> missing_pieces_;        // [source][piece]: pieces that came
+  std::size_t missing_pieces_per_rank_ = 0;
+  std::size_t missing_complete_ = 0;                // sources whose whole bitmap came
   std::uint64_t dropped_entries_ = 0;
   std::uint64_t filled_entries_ = 0;
   std::array<Clock::time_point, kTarPhases> last_arrival_{};  // latest chunk applied per phase

@@ -57,7 +57,7 @@ std::string render_rank(const RankReport& r) {
     << ", \"deadline_us\": {\"p50\": " << number(s.deadline_us.p50) << ", \"p99\": " << number(s.deadline_us.p99)
     << ", \"max\": " << number(s.deadline_us.max) << "}"
     << ", \"divergent_calls\": " << r.divergent_calls << ", \"fallbacks\": " << r.fallbacks
-    << ", \"injected_drops\": " << r.injected_drops
+    << ", \"injected_drops\": " << r.injected_drops << ", \"fill_agreement_incomplete\": " << r.fill_agreement_incomplete
     << ", \"engines_created\": " << s.engines_created << ", \"engine_failures\": " << s.engine_failures
     << ", \"rejected_messages\": " << r.rejected_messages << ", \"rejected_by_reason\": " << object(r.rejected_by_reason)
     << ", \"transports\": \"" << json_escape(r.transports) << "\""
@@ -75,7 +75,7 @@ std::string render_report(const Config& config, const std::vector<std::string>& 
     << '.' << OPTIREDUCE_VERSION_PATCH << "\",\n  \"config\": {\"mode\": \"" << to_string(config.mode)
     << "\", \"transport\": \"" << to_string(config.transport) << "\", \"min_bytes\": " << config.min_bytes
     << ", \"chunk_bytes\": " << config.chunk_bytes << ", \"timeout_ms\": " << config.timeout_ms
-    << ", \"loss_budget\": " << number(config.loss_budget) << ", \"fill\": \"" << (config.fill_local ? "local" : "zero")
+    << ", \"loss_budget\": " << number(config.loss_budget) << ", \"agree_fill\": " << (config.agree_fill ? "true" : "false") << ", \"fill\": \"" << (config.fill_local ? "local" : "zero")
     << "\", \"calibration_calls\": " << config.calibration_calls
     << ", \"hadamard\": \"" << (config.hadamard == 0 ? "off" : config.hadamard == 1 ? "on" : "auto") << "\"" << ", \"fault_drop\": " << number(config.fault_drop)
     << "},\n  \"ranks\": [\n";

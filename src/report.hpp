@@ -23,6 +23,7 @@ struct RankReport {
   unsigned long long divergent_calls = 0;  // agreed by all ranks of each communicator
   unsigned long long fallbacks = 0;
   unsigned long long injected_drops = 0;
+  unsigned long long fill_agreement_incomplete = 0;  // bounded calls that filled without every rank's list
   std::map<std::string, unsigned long long> rejected_by_reason;
   std::map<std::string, unsigned long long> transport_counters;  // e.g. datagrams_sent, fec_repaired
 };

@@ -45,7 +45,7 @@ DecodeError decode(std::span<const std::byte> in, WireHeader& h) {
   if (get<std::uint32_t>(p) != WireHeader::kMagic) return DecodeError::bad_magic;
   if (get<std::uint8_t>(p) != WireHeader::kVersion) return DecodeError::bad_version;
   auto phase = get<std::uint8_t>(p);
-  if (phase < static_cast<std::uint8_t>(Phase::scatter_reduce) || phase > static_cast<std::uint8_t>(Phase::done))
+  if (phase < static_cast<std::uint8_t>(Phase::scatter_reduce) || phase > static_cast<std::uint8_t>(Phase::missing))
     return DecodeError::bad_phase;
   h.phase = static_cast<Phase>(phase);
   h.flags = get<std::uint16_t>(p);

@@ -10,7 +10,9 @@ namespace optireduce {
 
 // done: header only; "I have everything I need from you for this call" (lets a sender whose last
 // sends are still queued stop driving them).
-enum class Phase : std::uint8_t { scatter_reduce = 1, all_gather = 2, done = 3 };
+// missing: a piece of the bitmap of all-gather chunks the sender lacks at the end of a bounded
+// call (offset and length count bytes of the bitmap), so every rank fills the same chunks.
+enum class Phase : std::uint8_t { scatter_reduce = 1, all_gather = 2, done = 3, missing = 4 };
 
 struct WireHeader {
   static constexpr std::uint32_t kMagic = 0x5254504fu;  // "OPTR" on the wire

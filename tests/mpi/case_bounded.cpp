@@ -88,7 +88,14 @@ std::uint64_t chunk_floats() { return env_bytes("OPTIREDUCE_CHUNK_BYTES", 256 <<
 // Expected share of damaged result entries of one rank when each chunk message is discarded with
 // probability p (see tests/unit/bounded_engine_test.cpp): own shard, N-1 scatter contributions;
 // another shard, those N-1 plus the owner's all-gather message.
+// With the fill agreed (OPTIREDUCE_AGREE_FILL=on, the default, and zero fill) every rank fills the
+// union of the ranks' missing chunks: a chunk is damaged when one of its N-1 contributions or one
+// of its owner's N-1 all-gather messages is lost.
 double expected_damage(double p, int n) {
+  const char* agree = std::getenv("OPTIREDUCE_AGREE_FILL");
+  const char* fill = std::getenv("OPTIREDUCE_FILL");
+  if ((!agree || std::strcmp(agree, "on") == 0) && (!fill || std::strcmp(fill, "zero") == 0))
+    return 1 - std::pow(1 - p, 2 * (n - 1));
   return (1 - std::pow(1 - p, n - 1)) / n + (1 - std::pow(1 - p, n)) * (n - 1) / n;
 }
 

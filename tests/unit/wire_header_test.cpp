@@ -65,7 +65,7 @@ TEST(WireHeader, RejectsWhatIsNotOurs) {
   bad[5] = std::byte{0};
   EXPECT_EQ(decode(bad, d), DecodeError::bad_phase);
   bad = good;
-  bad[5] = std::byte{4};
+  bad[5] = std::byte{5};
   EXPECT_EQ(decode(bad, d), DecodeError::bad_phase);
   // offset + length past total, and an offset that would overflow.
   WireHeader h = sample();
