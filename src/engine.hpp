@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "aligned_allocator.hpp"
 #include "bootstrap.hpp"
 #include "deadline_controller.hpp"
 #include "optireduce/transport.hpp"
@@ -133,7 +134,7 @@ class Engine {
   // so bounded calls take any buffer whose sends have all completed, adding one (up to
   // kMaxStaging) rather than waiting for a stalled peer; exact calls use the first.
   struct Staging {
-    std::vector<float> data;
+    std::vector<float, AlignedAllocator<float>> data;
     std::vector<std::array<std::byte, WireHeader::kEncodedSize>> headers;
     std::vector<std::uint64_t> posted_until;  // per peer: the send count once its call posted
     std::vector<std::byte> missing;           // bitmap of the all-gather chunks this rank lacked
