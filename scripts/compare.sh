@@ -218,7 +218,7 @@ for ((r = 0; r < reps; r++)); do
     printf '{"round": %d, "profile": "%s", "order": "%s"}\n' $((r + 1)) "$p" "${order[*]}" >"$d/round.json"
     CMP_DIR=$d CMP_IMPLS="${order[*]}" CMP_PROGRESS="round $((r + 1))/$reps, profile $((k + 1))/$nprof $p" \
       "$netem" --profile "$p" --stats "$d/netem.json" --build-dir "$build_dir" -- "$root/scripts/compare/round.sh" \
-      2> >(grep -v '^netem: optireduce-' >&2)
+      2> >(grep --line-buffered -v '^netem: optireduce-' >&2)
     rc=$?
     [ "$rc" -eq 0 ] || { echo "$prog: round $((r + 1)) $p: netem.sh exited $rc" >&2; failed=1; }
     awk '$3 != 0 { bad = 1 } END { exit bad }' "$d/jobs.txt" 2>/dev/null || failed=1
