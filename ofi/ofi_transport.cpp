@@ -45,6 +45,10 @@ constexpr double kBurstBytes = 48 * 1024;
 constexpr std::size_t kIpUdpOverhead = 28;
 constexpr auto kSendBufferBackoff = std::chrono::microseconds(50);
 constexpr auto kPingRetry = std::chrono::milliseconds(1);
+// Share of a receiver's socket buffer the senders may fill together, and when a sender asks for
+// confirmation (share of its window unconfirmed).
+constexpr double kWindowShare = 0.9;
+constexpr double kPingAt = 0.4;
 
 // Bytes one sender may have unconfirmed at one receiver: half of what the receiver's socket
 // buffer holds in datagrams of this size, shared by every other rank. The udp provider keeps the
@@ -56,7 +60,7 @@ std::size_t receive_window(std::size_t datagram_bytes, int ranks) {
   // two with room for the packet headers, plus the socket buffer's bookkeeping.
   const std::size_t charged = std::bit_ceil(datagram_bytes + 384) + 256;
   const double usable = double(rcvbuf) * double(datagram_bytes) / double(charged);
-  return std::max<std::size_t>(datagram_bytes + kIpUdpOverhead, static_cast<std::size_t>(0.5 * usable / std::max(1, ranks - 1)));
+  return std::max<std::size_t>(datagram_bytes + kIpUdpOverhead, static_cast<std::size_t>(kWindowShare * usable / std::max(1, ranks - 1)));
 }
 
 // Whether two processes can reach each other over loopback: the same kernel (boot id) and the
@@ -561,10 +565,17 @@ bool OfiTransport::window_open(int peer, std::size_t bytes) const {
 }
 
 void OfiTransport::maybe_ping(int peer, Clock::time_point now) {
-  // Ask for a confirmation once half the window is unconfirmed, so it is back before the window
-  // closes; ask again if it did not come (a lost ping or pong only delays, never blocks).
-  if (sent_bytes_[peer] - confirmed_bytes_[peer] < window_bytes_ / 2) return;
-  if (ping_value_[peer] > confirmed_bytes_[peer] && now - ping_at_[peer] < kPingRetry) return;
+  // Ask for a confirmation every kPingAt of the window sent, so it is back before the window
+  // closes, one at a time; ask again if it did not come (a lost ping or pong only delays, never
+  // blocks). Asking more often would cost a datagram each way per round trip.
+  const std::uint64_t unconfirmed = sent_bytes_[peer] - confirmed_bytes_[peer];
+  const bool outstanding = ping_value_[peer] > confirmed_bytes_[peer];
+  if (outstanding) {
+    if (now - ping_at_[peer] < kPingRetry) return;
+  } else if (double(unconfirmed) < kPingAt * double(window_bytes_) ||
+             double(sent_bytes_[peer] - ping_value_[peer]) < kPingAt * double(window_bytes_)) {
+    return;
+  }
   ping_value_[peer] = sent_bytes_[peer];
   ping_at_[peer] = now;
   queue_value(peer, DatagramKind::ping, sent_bytes_[peer]);
