@@ -47,6 +47,7 @@ constexpr double kProbeBudgetFactor = 4.0;
 constexpr double kAgreeShare = 0.25;
 constexpr double kAgreeMinUs = 500;
 constexpr int kMissingCopies = 2;
+constexpr double kDrainBeforeExactUs = 20000;
 // Datagrams are paced at this multiple of the rate the exact calls achieved.
 constexpr double kPaceHeadroom = 2.0;
 
@@ -273,6 +274,14 @@ CallStats Engine::exact_over_bootstrap(const float* input, float* output, std::u
     probe_input_.assign(input, input + count);
     probe_source = probe_input_.data();
   }
+  // Datagrams of an earlier call still queued here (a window waiting for a peer to read) would
+  // sit unsent while this rank blocks in the job's MPI, and a peer still waiting for them would
+  // wait out its deadline: push them out first, for a short while at most.
+  wait_until(after_us(Clock::now(), kDrainBeforeExactUs), [&] {
+    for (int p = 0; p < ranks_; ++p)
+      if (p != rank_ && transport_->sends_in_flight(p) != 0) return false;
+    return true;
+  }, true);
   if (!bootstrap_->allreduce_sum(input, output, count)) {
     broken_ = true;
     stats.status = CallStatus::transport_error;
@@ -288,7 +297,11 @@ CallStats Engine::exact_over_bootstrap(const float* input, float* output, std::u
     // calls get the deadlines of the network they will run on, not those of the job's MPI.
     if (probe_output_.size() < count) probe_output_.resize(count);
     PhaseDeadlines budget;
-    budget.us.fill(std::min(std::chrono::duration<double, std::micro>(options_.timeout).count(), kProbeBudgetFactor * exact_us));
+    // The first exact call of a class may include the MPI's own connection set-up: later probes
+    // take their budget from the fastest exact call seen, so one slow call cannot stretch them.
+    double& fastest = fastest_exact_us_[cls];
+    fastest = fastest > 0 ? std::min(fastest, exact_us) : exact_us;
+    budget.us.fill(std::min(std::chrono::duration<double, std::micro>(options_.timeout).count(), kProbeBudgetFactor * fastest));
     const CallStats probe = tar_call(probe_source, probe_output_.data(), count, stats, Clock::now(), cls, &budget);
     if (probe.status != CallStatus::ok) stats.status = probe.status;
     // The pace of the datagrams: the rate at which the job's MPI moved this rank's share of

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -190,6 +191,7 @@ class Engine {
   bool probing_ = false;
   std::vector<float> probe_input_, probe_output_;  // probes of in-place calls, and their results
   double paced_bytes_per_s_ = 0;  // suggested to the transport after calibration
+  std::map<unsigned, double> fastest_exact_us_;  // per size class: the quickest exact call (probe budgets)
   std::size_t largest_call_bytes_ = 0;
 
   static constexpr std::size_t kMaxStaging = 4;
