@@ -37,6 +37,7 @@ constexpr std::uint32_t kFiVersion = FI_VERSION(1, 9);
 constexpr std::size_t kReceivesPosted = 512;  // udp offers 1024; half keeps headroom for reposts
 constexpr std::size_t kMaxCompletionsPerPoll = 256;
 constexpr auto kHelloInterval = std::chrono::milliseconds(2);
+constexpr int kHelloLinger = 10;  // all ten lost to one peer: p^10 (1e-10 at 10 % loss)
 // Pace before (and at least) what the calibration calls suggest: 2.4 Gbit/s per rank.
 constexpr double kDefaultPaceBytesPerS = 300e6;
 // Most that one rank puts in front of its receivers at once: a share of one receiver's default
@@ -216,6 +217,7 @@ class OfiTransport final : public Transport {
                           Clock::time_point deadline) override;
   TransportStatus send(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) override;
   std::size_t sends_in_flight(int peer) const override { return in_flight_.at(peer); }
+  bool abandon_queued_sends() override;
   TransportStatus poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override;
   std::size_t max_message_bytes() const override { return max_body_; }
   bool reliable() const override { return false; }
@@ -297,6 +299,7 @@ class OfiTransport final : public Transport {
   std::array<std::uint64_t, ofi::kDatagramRejectReasons> rejected_{};
   std::uint64_t unknown_sender_ = 0;
   std::uint64_t send_errors_ = 0;
+  std::uint64_t abandoned_ = 0;  // queued datagrams dropped before they were sent
   std::uint64_t datagrams_sent_ = 0, datagrams_received_ = 0;
   std::uint64_t parity_sent_ = 0;
 };
@@ -460,8 +463,9 @@ TransportStatus OfiTransport::connect(int self_rank, const std::vector<std::vect
   }
 
   // Both directions work once a hello came from every peer; each rank keeps saying hello until
-  // it heard everyone, then once more, so a peer that lost ours hears it again. A datagram to a
-  // rank not yet polling waits in its socket buffer.
+  // it heard everyone, then kHelloLinger more times, so a peer that lost ours (on a lossy
+  // network) hears one of them: this rank stops reading hellos after that. A datagram to a rank
+  // not yet polling waits in its socket buffer.
   heard_.assign(ranks_, 0);
   heard_[rank_] = 1;
   auto say_hello = [&] {
@@ -486,7 +490,15 @@ TransportStatus OfiTransport::connect(int self_rank, const std::vector<std::vect
     drain_receives(nullptr);
     if (!everyone()) wait(std::min(next_hello, deadline));
   }
-  say_hello();
+  for (int round = 0; round < kHelloLinger; ++round) {
+    say_hello();
+    const auto until = Clock::now() + kHelloInterval;
+    while (Clock::now() < until) {
+      reap_sends();
+      wait(until);
+      drain_receives(nullptr);
+    }
+  }
   return TransportStatus::ok;
 }
 
@@ -648,6 +660,18 @@ void OfiTransport::flush_sends() {
     // of a burst is protected too.
     if (fec_group_ && queues_[chosen].empty() && encoders_[chosen].open()) close_parity_group(chosen);
   }
+}
+
+bool OfiTransport::abandon_queued_sends() {
+  reap_sends();
+  for (auto& q : queues_) {
+    for (TxEntry* e : q) {
+      ++abandoned_;
+      release(e);
+    }
+    q.clear();
+  }
+  return true;
 }
 
 void OfiTransport::reap_sends() {
@@ -824,6 +848,7 @@ std::vector<std::pair<std::string, std::uint64_t>> OfiTransport::counters() cons
   out.emplace_back("datagrams_sent", datagrams_sent_);
   out.emplace_back("datagrams_received", datagrams_received_);
   if (send_errors_) out.emplace_back("send_errors", send_errors_);
+  if (abandoned_) out.emplace_back("abandoned_datagrams", abandoned_);
   if (fec_group_) {
     out.emplace_back("parity_sent", parity_sent_);
     std::uint64_t repaired = 0;

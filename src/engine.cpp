@@ -189,6 +189,9 @@ Engine::Staging& Engine::pick_staging(bool bounded, Clock::time_point deadline, 
   }
   if (bounded && staging_.size() < kMaxStaging) return fresh();
   Staging& s = *staging_[epoch_ % staging_.size()];
+  // Datagrams still queued for an earlier call are late by now: drop them rather than wait for a
+  // peer that may not read again until this rank joins it in another collective.
+  if (bounded && transport_->abandon_queued_sends() && staging_free(s)) return s;
   ts = wait_until(deadline, [&] { return staging_free(s); }, false);
   return s;
 }
@@ -282,6 +285,7 @@ CallStats Engine::exact_over_bootstrap(const float* input, float* output, std::u
       if (p != rank_ && transport_->sends_in_flight(p) != 0) return false;
     return true;
   }, true);
+  transport_->abandon_queued_sends();
   if (!bootstrap_->allreduce_sum(input, output, count)) {
     broken_ = true;
     stats.status = CallStatus::transport_error;
@@ -352,7 +356,9 @@ CallStats Engine::tar_call(const float* input, float* output, std::uint64_t coun
     // An exact call returns only once every peer has all its data, so its scatter sends can read
     // the caller's input directly; only the own shard, which becomes the reduced result, is staged.
     const std::uint64_t own = layout_.shard_begin(rank_);
-    std::memcpy(staging.data.data() + own, input + own, layout_.shard_size(rank_) * sizeof(float));
+    // memcpy of nothing from a null pointer (count 0, an empty vector) is still undefined.
+    if (const std::uint64_t own_size = layout_.shard_size(rank_))
+      std::memcpy(staging.data.data() + own, input + own, own_size * sizeof(float));
     scatter_source_ = input;
   }
   // Deadlines and phase times count from here: encoding is this rank's own work, not the

@@ -53,6 +53,11 @@ class Transport {
   // Sends to `peer` that have not completed yet (a peer whose sends pile up is stuck).
   virtual std::size_t sends_in_flight(int peer) const = 0;
 
+  // Drops every send not yet handed to the network, so none of them reads its buffers any more
+  // (sends_in_flight() drops accordingly). Only a transport that may lose data anyway can do it;
+  // the others return false and keep their sends.
+  virtual bool abandon_queued_sends() { return false; }
+
   // Makes progress and hands every message that has arrived to `on_message`, returning as soon
   // as at least one was delivered or `deadline` passed. Waits by blocking on the transport's
   // wait object, not by spinning: several ranks may share a core.
