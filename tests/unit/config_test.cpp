@@ -88,3 +88,43 @@ TEST(Config, ByteCounts) {
 
 }  // namespace
 }  // namespace optireduce
+
+namespace optireduce {
+namespace {
+
+TEST(Config, DatagramTransportSettings) {
+  auto r = parse_config({{"OPTIREDUCE_TRANSPORT", "ofi"}, {"OPTIREDUCE_OFI_PROVIDER", "udp"},
+                         {"OPTIREDUCE_OFI_IFACE", "lo"}, {"OPTIREDUCE_RATE", "2.5G"}, {"OPTIREDUCE_FEC", "8"},
+                         {"OPTIREDUCE_AGREE_FILL", "off"}});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.config.transport, TransportKind::ofi);
+  EXPECT_EQ(r.config.ofi_provider, "udp");
+  EXPECT_EQ(r.config.ofi_iface, "lo");
+  EXPECT_DOUBLE_EQ(r.config.rate_bits_per_s, 2.5e9);
+  EXPECT_EQ(r.config.fec_group, 8u);
+  EXPECT_FALSE(r.config.agree_fill);
+  // The provider and FEC shape the wire: part of what every rank must agree on; the interface may
+  // differ per host.
+  const std::string text = r.config.agreement_text();
+  EXPECT_NE(text.find("ofi_provider=udp"), std::string::npos);
+  EXPECT_NE(text.find("fec=8"), std::string::npos);
+  EXPECT_EQ(text.find("iface"), std::string::npos);
+
+  double rate = 0;
+  EXPECT_TRUE(parse_bit_rate("800M", rate));
+  EXPECT_DOUBLE_EQ(rate, 8e8);
+  EXPECT_TRUE(parse_bit_rate("500k", rate));
+  EXPECT_DOUBLE_EQ(rate, 5e5);
+  for (const char* bad : {"", "0", "10X", "G", "1e9", "-5M", "20000G", "1.5.2G"}) EXPECT_FALSE(parse_bit_rate(bad, rate)) << bad;
+  for (auto [name, value] : std::vector<std::pair<const char*, const char*>>{
+           {"OPTIREDUCE_TRANSPORT", "udp"}, {"OPTIREDUCE_FEC", "1"}, {"OPTIREDUCE_FEC", "17"},
+           {"OPTIREDUCE_RATE", "fast"}, {"OPTIREDUCE_OFI_IFACE", "a very long interface name"},
+           {"OPTIREDUCE_AGREE_FILL", "maybe"}}) {
+    auto bad = parse_config({{name, value}});
+    EXPECT_FALSE(bad.ok()) << name << "=" << value;
+    EXPECT_NE(bad.error.find(name), std::string::npos) << bad.error;
+  }
+}
+
+}  // namespace
+}  // namespace optireduce
