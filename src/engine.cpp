@@ -137,6 +137,7 @@ Engine::Engine(int rank, int ranks, std::uint64_t comm_id, std::unique_ptr<Trans
       fault_rng_(options.faults.seed * 0x9e3779b97f4a7c15ull + static_cast<std::uint64_t>(rank)) {
   const std::size_t fits = (transport_->max_message_bytes() - WireHeader::kEncodedSize) / sizeof(float);
   chunk_elems_ = static_cast<std::uint32_t>(std::max<std::size_t>(1, std::min<std::size_t>(options.chunk_elems, fits)));
+  last_slices_ = transport_->reliable() ? kLastSlicesInOrder : kLastSlicesDatagrams;
 }
 
 Engine::~Engine() = default;
@@ -243,7 +244,7 @@ void Engine::begin_call(Staging& staging, float* output, std::uint64_t count) {
 
   // One header slot per send of this call, sized up front: UCX reads a header until its send
   // completes, so the storage must not move while the call runs.
-  const std::size_t sends = scatter_schedule(layout_, rank_).size() +
+  const std::size_t sends = scatter_schedule(layout_, rank_, last_slices_).size() +
                             static_cast<std::size_t>(own_chunks + 1 + kMissingCopies * missing_pieces_per_rank_) * (ranks_ - 1);
   if (staging.headers.size() < sends) staging.headers.resize(sends);
   staging.posted_until.assign(ranks_, 0);
@@ -400,7 +401,7 @@ CallStats Engine::tar_call(const float* input, float* output, std::uint64_t coun
 
   // Scatter-reduce: send every slice, taking in what arrives after each round of slices.
   auto handler = [this](const InboundMessage& m) { on_message(m); };
-  const auto schedule = scatter_schedule(layout_, rank_);
+  const auto schedule = scatter_schedule(layout_, rank_, last_slices_);
   for (std::size_t i = 0; i < schedule.size() && ts == TransportStatus::ok; ++i) {
     const auto& s = schedule[i];
     ts = send_chunk(s.peer, Phase::scatter_reduce, layout_.chunk(s.peer, s.chunk),
@@ -765,7 +766,7 @@ void Engine::reduce_chunk(std::uint32_t chunk) {
 
   // Chunks are reduced in the order their contributions complete, so "last" are the last ones
   // reduced, not the highest indices.
-  std::uint16_t flags = reduced_chunks_ + kLastSlices > layout_.chunks_in_shard(rank_) ? WireHeader::kFlagLastSlice : 0;
+  std::uint16_t flags = reduced_chunks_ + last_slices_ > layout_.chunks_in_shard(rank_) ? WireHeader::kFlagLastSlice : 0;
   if (partial) flags |= WireHeader::kFlagPartial;
   for (int k = 1; k < ranks_; ++k) {
     const int peer = rotation_peer(rank_, ranks_, k);

@@ -188,6 +188,7 @@ class Engine {
   std::uint64_t calls_ = 0;  // calls on this communicator (what loss-budget decisions count)
   std::uint64_t epoch_ = 0;  // Transpose AllReduce runs over the transport (the wire's sequence)
   std::uint32_t chunk_elems_ = 0;  // options' chunk, cut to what one message of the transport holds
+  std::uint32_t last_slices_ = 1;  // final messages of a phase flagged "last slice" (tar_schedule.hpp)
   bool probing_ = false;
   std::vector<float> probe_input_, probe_output_;  // probes of in-place calls, and their results
   double paced_bytes_per_s_ = 0;  // suggested to the transport after calibration

@@ -13,16 +13,19 @@ namespace optireduce {
 struct ScheduledSend {
   int peer;
   std::uint32_t chunk;  // chunk of the destination's shard (scatter) or of the own shard (gather)
-  bool last_slice;      // one of the last kLastSlices messages of this phase from this rank to this peer
+  bool last_slice;      // one of the last `last_slices` messages of this phase from this rank to this peer
 };
 
 // How many of the final messages of a phase carry the "last slice" flag: a receiver starts its
-// short closing grace once it has one of them from every sender, so a single lost datagram does
-// not hide the end of a phase and hold the receiver until its deadline.
-constexpr std::uint32_t kLastSlices = 3;
+// short closing grace once it has one of them from every sender. Over a transport that delivers
+// in order, the last one (then everything before it is in); over datagrams, the last three, so a
+// single lost datagram does not hide the end of a phase and hold the receiver to its deadline.
+constexpr std::uint32_t kLastSlicesInOrder = 1;
+constexpr std::uint32_t kLastSlicesDatagrams = 3;
 
 // Every scatter-reduce send of `rank`, in order.
-std::vector<ScheduledSend> scatter_schedule(const ShardLayout& layout, int rank);
+std::vector<ScheduledSend> scatter_schedule(const ShardLayout& layout, int rank,
+                                            std::uint32_t last_slices = kLastSlicesInOrder);
 
 // Peers in the rotation r+1, r+2, ..., r-1.
 inline int rotation_peer(int rank, int ranks, int k) { return (rank + k) % ranks; }
