@@ -524,7 +524,7 @@ void OfiTransport::queue_datagram(int peer, DatagramKind kind, std::span<const s
   h.sequence = next_sequence_[peer]++;
   const bool copy = copy_payload_ || kind != DatagramKind::data;
   e->head.resize(prefix_ + DatagramHeader::kSize + header.size() + (copy ? payload.size() : 0));
-  std::memcpy(e->head.data() + prefix_ + DatagramHeader::kSize, header.data(), header.size());
+  if (!header.empty()) std::memcpy(e->head.data() + prefix_ + DatagramHeader::kSize, header.data(), header.size());
   if (copy && !payload.empty()) std::memcpy(e->head.data() + prefix_ + DatagramHeader::kSize + header.size(), payload.data(), payload.size());
   e->payload = copy ? std::span<const std::byte>{} : payload;
   encode_datagram_header(h, key_, header,
