@@ -26,7 +26,7 @@ std::uint64_t get(const std::byte* p, int bytes) {
 std::uint64_t tag_of(const SipKey& key, const std::byte* head16, std::span<const std::byte> body_header) {
   std::array<std::byte, 16 + DatagramHeader::kMaxTaggedHeader> input;
   std::memcpy(input.data(), head16, 16);
-  std::memcpy(input.data() + 16, body_header.data(), body_header.size());
+  if (!body_header.empty()) std::memcpy(input.data() + 16, body_header.data(), body_header.size());
   return siphash24(key, {input.data(), 16 + body_header.size()});
 }
 
