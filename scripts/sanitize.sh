@@ -26,7 +26,7 @@ run() {
   local what=$1; shift
   echo "== ctest $* ($what)" | tee -a "$log"
   if (cd "$build" && ctest --output-on-failure "$@") >"$build/ctest-$what.log" 2>&1; then
-    tail -n 3 "$build/ctest-$what.log" | tee -a "$log"
+    grep -E "tests passed|\(Skipped\)" "$build/ctest-$what.log" | tee -a "$log" || true
   else
     status=1
     grep -E "tests passed|\*\*\*Failed|Timeout|Exception|Not Run" "$build/ctest-$what.log" | tee -a "$log" || true

@@ -145,7 +145,10 @@ class FuzzTransport final : public Transport {
  public:
   FuzzTransport(Shared& shared, const Preamble& pre, std::deque<Record>& records)
       : shared_(shared), pre_(pre), records_(records), encoder_(kFecGroup, kMaxMessage),
-        decoders_(kRanks, ofi::ParityDecoder(kFecGroup, kMaxMessage)) {}
+        decoders_(kRanks, ofi::ParityDecoder(kFecGroup, kMaxMessage)) {
+    // The connection check every peer sends at creation: no engine header, an empty span.
+    if (pre_.honest) queue(DatagramKind::hello, honest_sequence_++, {}, {});
+  }
 
   std::vector<std::byte> local_address() const override { return {std::byte{0}}; }
   TransportStatus connect(int, const std::vector<std::vector<std::byte>>&, Clock::time_point) override {
@@ -340,7 +343,7 @@ class FuzzTransport final : public Transport {
     m.payload_size = payload.size();
     m.receive_into = [payload](std::span<std::byte> dst) {
       if (dst.size() != payload.size()) return false;
-      std::memcpy(dst.data(), payload.data(), dst.size());
+      if (!dst.empty()) std::memcpy(dst.data(), payload.data(), dst.size());
       return true;
     };
     on_message(m);
