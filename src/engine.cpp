@@ -634,7 +634,9 @@ void Engine::on_message(const InboundMessage& message) {
     ++rejects_.malformed;
     return;
   }
-  if (h.comm_id != comm_id_ || h.source >= static_cast<std::uint32_t>(ranks_) || h.source == static_cast<std::uint32_t>(rank_)) {
+  // The transport's own idea of the sender (authenticated, for datagrams) must match the header's.
+  if (h.comm_id != comm_id_ || h.source >= static_cast<std::uint32_t>(ranks_) || h.source == static_cast<std::uint32_t>(rank_) ||
+      (message.source >= 0 && h.source != static_cast<std::uint32_t>(message.source))) {
     ++rejects_.foreign;
     return;
   }

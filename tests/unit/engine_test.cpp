@@ -86,7 +86,7 @@ TEST_P(EngineSizes, ExactSumForAwkwardCounts) {
           EXPECT_EQ(stats[r].status, CallStatus::ok);
           EXPECT_EQ(stats[r].dropped_entries, 0u);
           ASSERT_EQ(out[r].size(), count);
-          EXPECT_EQ(std::memcmp(out[r].data(), want.data(), count * sizeof(float)), 0)
+          EXPECT_TRUE(count == 0 || std::memcmp(out[r].data(), want.data(), count * sizeof(float)) == 0)
               << "rank " << r << " of " << ranks << ", count " << count << (in_place ? " in place" : "");
         }
       }
