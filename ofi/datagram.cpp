@@ -85,4 +85,18 @@ DatagramReject parse_datagram(std::span<const std::byte> datagram, const SipKey&
   return DatagramReject::none;
 }
 
+InboundMessage inbound_message(int source, std::span<const std::byte> body, std::size_t header_bytes) {
+  InboundMessage m;
+  m.source = source;
+  m.header = body.first(header_bytes);
+  const auto payload = body.subspan(header_bytes);
+  m.payload_size = payload.size();
+  m.receive_into = [payload](std::span<std::byte> dst) {
+    if (dst.size() != payload.size()) return false;
+    if (!dst.empty()) std::memcpy(dst.data(), payload.data(), dst.size());  // an empty dst may be null
+    return true;
+  };
+  return m;
+}
+
 }  // namespace optireduce::ofi

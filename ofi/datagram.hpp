@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 
+#include "optireduce/transport.hpp"
 #include "siphash.hpp"
 
 namespace optireduce::ofi {
@@ -52,5 +53,9 @@ void encode_datagram_header(DatagramHeader h, const SipKey& key, std::span<const
 // is the rest of the datagram. `ranks` bounds the source.
 DatagramReject parse_datagram(std::span<const std::byte> datagram, const SipKey& key, int ranks, DatagramHeader& out,
                               std::span<const std::byte>& body);
+
+// The engine's view of an accepted datagram body (engine header, then payload); valid while
+// `body` is. The payload is copied only when the engine asks for it, into the place it chose.
+InboundMessage inbound_message(int source, std::span<const std::byte> body, std::size_t header_bytes);
 
 }  // namespace optireduce::ofi

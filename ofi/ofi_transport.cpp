@@ -787,17 +787,7 @@ void OfiTransport::deliver_body(int source, std::span<const std::byte> body, std
                                 const std::function<void(const InboundMessage&)>* on_message) {
   ++datagrams_received_;
   if (!on_message) return;  // during connect: nothing of the engine's can be in flight yet
-  InboundMessage m;
-  m.source = source;
-  m.header = body.first(header_bytes);
-  const auto payload = body.subspan(header_bytes);
-  m.payload_size = payload.size();
-  m.receive_into = [payload](std::span<std::byte> dst) {
-    if (dst.size() != payload.size()) return false;
-    if (!dst.empty()) std::memcpy(dst.data(), payload.data(), dst.size());  // an empty dst may be null
-    return true;
-  };
-  (*on_message)(m);
+  (*on_message)(ofi::inbound_message(source, body, header_bytes));
 }
 
 void OfiTransport::wait(Clock::time_point until) {

@@ -336,17 +336,7 @@ class FuzzTransport final : public Transport {
 
   static std::size_t deliver_body(int source, std::span<const std::byte> body, std::size_t header_bytes,
                                   const std::function<void(const InboundMessage&)>& on_message) {
-    InboundMessage m;
-    m.source = source;
-    m.header = body.first(header_bytes);
-    const auto payload = body.subspan(header_bytes);
-    m.payload_size = payload.size();
-    m.receive_into = [payload](std::span<std::byte> dst) {
-      if (dst.size() != payload.size()) return false;
-      if (!dst.empty()) std::memcpy(dst.data(), payload.data(), dst.size());
-      return true;
-    };
-    on_message(m);
+    on_message(ofi::inbound_message(source, body, header_bytes));
     return 1;
   }
 
