@@ -7,7 +7,11 @@ namespace optireduce {
 
 std::unique_ptr<Transport> make_transport(const Config& config, std::string& error) {
   switch (config.transport) {
-    case TransportKind::ucx: return make_ucx_transport(error);
+    case TransportKind::ucx: {
+      UcxOptions o;
+      o.chunk_bytes = config.chunk_bytes;
+      return make_ucx_transport(o, error);
+    }
     case TransportKind::ofi: {
       OfiOptions o;
       o.provider = config.ofi_provider;
