@@ -1,5 +1,7 @@
 #include "comm_engines.hpp"
 
+#include <sched.h>
+
 #include "log.hpp"
 #include "mpi_bootstrap.hpp"
 #include "stats.hpp"
@@ -53,6 +55,22 @@ int delete_state(MPI_Comm, int, void* value, void*) {
   return MPI_SUCCESS;
 }
 
+// A free core for the Hadamard worker of every rank of `comm` on this host: this process may run
+// on at least twice as many CPUs as there are such ranks. Collective over `comm`.
+bool core_free_for_worker(MPI_Comm comm) {
+  MPI_Comm local = MPI_COMM_NULL;
+  int local_ranks = 1;
+  if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) == MPI_SUCCESS &&
+      local != MPI_COMM_NULL) {
+    PMPI_Comm_size(local, &local_ranks);
+    PMPI_Comm_free(&local);
+  }
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (sched_getaffinity(0, sizeof cpus, &cpus) != 0) return false;
+  return CPU_COUNT(&cpus) >= 2 * local_ranks;
+}
+
 EngineOptions engine_options(const Config& config) {
   EngineOptions o;
   o.chunk_elems = static_cast<std::uint32_t>(config.chunk_bytes / sizeof(float));
@@ -63,6 +81,7 @@ EngineOptions engine_options(const Config& config) {
   o.agree_fill = config.agree_fill;
   o.hadamard = config.hadamard == 0 ? HadamardMode::off : config.hadamard == 1 ? HadamardMode::on : HadamardMode::automatic;
   o.hadamard_block_log2 = config.hadamard_block_log2;
+  o.hadamard_overlap = config.hadamard_overlap == 1;  // auto: decided per communicator
   o.faults.drop = config.fault_drop;
   o.faults.delay_rank = config.fault_delay_rank;
   o.faults.delay_ms = config.fault_delay_ms;
@@ -101,11 +120,14 @@ Engine* comm_engine(CommState& state, const Config& config) {
   std::string error;
   auto transport = make_transport(config, error);
   if (!transport) OR_LOG(warn, "cannot start the %s transport: %s", to_string(config.transport), error.c_str());
+  EngineOptions options = engine_options(config);
+  if (config.hadamard_overlap == 2 && config.hadamard != 0) options.hadamard_overlap = core_free_for_worker(state.comm);
   state.engine = Engine::create(rank, size, std::move(transport), std::make_unique<MpiBootstrap>(state.comm),
-                                engine_options(config), error);
+                                options, error);
   if (state.engine) {
     ProcessStats::instance().record_engine_created();
-    OR_LOG(debug, "engine ready on a communicator of %d ranks (%s)", size, state.engine->transport().describe().c_str());
+    OR_LOG(debug, "engine ready on a communicator of %d ranks (%s; Hadamard worker %s)", size,
+           state.engine->transport().describe().c_str(), options.hadamard_overlap ? "on" : "off");
   } else {
     ProcessStats::instance().record_engine_failure();
     // Every rank reached the same verdict inside Engine::create, so all fall back together.

@@ -187,13 +187,7 @@ const std::vector<Parameter>& table() {
       {{"OPTIREDUCE_HADAMARD", "auto", "on, off, auto",
         "randomized Hadamard transform of bounded calls, which turns a lost chunk into small noise "
         "spread over many coordinates; auto: on while the communicator has recently lost data"},
-       [](Config& c, const std::string& v) {
-         if (v == "off") c.hadamard = 0;
-         else if (v == "on") c.hadamard = 1;
-         else if (v == "auto") c.hadamard = 2;
-         else return false;
-         return true;
-       }},
+       choice(&Config::hadamard, {{"off", 0}, {"on", 1}, {"auto", 2}})},
       {{"OPTIREDUCE_HADAMARD_BLOCK", "4096", "a power of two from 256 to 65536",
         "floats per Hadamard block"},
        [](Config& c, const std::string& v) {
@@ -202,6 +196,11 @@ const std::vector<Parameter>& table() {
          c.hadamard_block_log2 = static_cast<unsigned>(std::countr_zero(n));
          return true;
        }},
+      {{"OPTIREDUCE_HADAMARD_OVERLAP", "auto", "on, off, auto",
+        "encode and decode the Hadamard transform on a second thread while the calling thread "
+        "drives the network; auto: on when this process may run on at least twice as many CPUs "
+        "as the communicator has ranks on this host (a free core for each); results are the same"},
+       choice(&Config::hadamard_overlap, {{"off", 0}, {"on", 1}, {"auto", 2}})},
       {{"OPTIREDUCE_CALIBRATION_CALLS", "20", "1 to 100000",
         "exact calls per communicator and size class (power-of-two byte range) whose times "
         "calibrate the deadlines"},

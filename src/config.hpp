@@ -34,6 +34,7 @@ struct Config {
   unsigned calibration_calls = 20;
   int hadamard = 2;               // 0 off, 1 on, 2 auto
   unsigned hadamard_block_log2 = 12;
+  int hadamard_overlap = 2;       // 0 off, 1 on, 2 auto (on when a core is free for it)
   double fault_drop = 0;
   int fault_delay_rank = -1;
   double fault_delay_ms = 0;

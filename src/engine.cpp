@@ -138,6 +138,8 @@ Engine::Engine(int rank, int ranks, std::uint64_t comm_id, std::unique_ptr<Trans
   const std::size_t fits = (transport_->max_message_bytes() - WireHeader::kEncodedSize) / sizeof(float);
   chunk_elems_ = static_cast<std::uint32_t>(std::max<std::size_t>(1, std::min<std::size_t>(options.chunk_elems, fits)));
   last_slices_ = transport_->reliable() ? kLastSlicesInOrder : kLastSlicesDatagrams;
+  if (options.hadamard_overlap && options.hadamard != HadamardMode::off && ranks > 1)
+    worker_ = std::make_unique<HadamardWorker>();
 }
 
 Engine::~Engine() = default;
@@ -227,6 +229,10 @@ void Engine::begin_call(Staging& staging, float* output, std::uint64_t count) {
     if (p != rank_) gather_remaining_ += layout_.chunks_in_shard(p);
   gather_expected_ = gather_remaining_;
   decoded_.assign(ranks_, 0);
+  encoded_.assign(ranks_, 0);
+  gather_pending_.assign(ranks_, 0);
+  for (int p = 0; p < ranks_; ++p)
+    if (p != rank_) gather_pending_[p] = layout_.chunks_in_shard(p);
   dropped_entries_ = 0;
   filled_entries_ = 0;
   last_arrival_.fill(Clock::now());
@@ -345,12 +351,15 @@ CallStats Engine::tar_call(const float* input, float* output, std::uint64_t coun
   stats.transformed = transformed_;
   // Stage the input: a plain copy, or each shard encoded on its own (so a shard can be decoded
   // as soon as it is complete, and a lost chunk spreads over that shard's blocks).
-  if (transformed_) {
-    HadamardOptions h;
-    h.block_log2 = options_.hadamard_block_log2;
-    for (int p = 0; p < ranks_; ++p)
-      hadamard_encode(input + layout_.shard_begin(p), staging.data.data() + layout_.shard_begin(p), layout_.shard_size(p),
-                      hadamard_seed(comm_id_, epoch_, static_cast<std::uint64_t>(p)), h);
+  if (transformed_ && worker_) {
+    // In the order the shards are first needed: the peers in send rotation, the own shard last.
+    for (int k = 1; k <= ranks_; ++k) {
+      const int p = k < ranks_ ? rotation_peer(rank_, ranks_, k) : rank_;
+      encoded_[p] = worker_->submit([this, input, p] { encode_shard(input, p); });
+    }
+    await_encoded(rotation_peer(rank_, ranks_, 1));  // the first send needs it; the rest overlap
+  } else if (transformed_) {
+    for (int p = 0; p < ranks_; ++p) encode_shard(input, p);
   } else if (bounded) {
     if (count) std::memcpy(staging.data.data(), input, count * sizeof(float));
   } else {
@@ -404,6 +413,7 @@ CallStats Engine::tar_call(const float* input, float* output, std::uint64_t coun
   const auto schedule = scatter_schedule(layout_, rank_, last_slices_);
   for (std::size_t i = 0; i < schedule.size() && ts == TransportStatus::ok; ++i) {
     const auto& s = schedule[i];
+    await_encoded(s.peer);
     ts = send_chunk(s.peer, Phase::scatter_reduce, layout_.chunk(s.peer, s.chunk),
                     s.last_slice ? WireHeader::kFlagLastSlice : 0);
     if ((i + 1) % static_cast<std::size_t>(ranks_ - 1) == 0 && ts == TransportStatus::ok &&
@@ -467,11 +477,19 @@ CallStats Engine::tar_call(const float* input, float* output, std::uint64_t coun
     if (!stats.fill_agreed) ++agreed_.fill_agreement_incomplete;
   }
   if (gather_remaining_ > 0) fill_missing_gather_chunks();
-  // Decoding once at the end keeps this rank's own work out of the phases' deadlines, which were
-  // calibrated on the network alone (decoding a shard as soon as it completes was measured to
-  // push phases past their deadlines on a busy host).
-  if (transformed_)
+  // Without the worker, decoding once at the end keeps this rank's own work out of the phases'
+  // deadlines, which were calibrated on the network alone (decoding a shard as soon as it
+  // completes was measured to push phases past their deadlines on a busy host). With it, shards
+  // complete before this point were decoded while the network ran; the rest is split between
+  // the worker and this thread.
+  if (transformed_) {
+    if (worker_) {
+      for (int p = 0, turn = 0; p < ranks_; ++p)
+        if (!decoded_[p] && turn++ % 2 == 0) start_decode(p);
+    }
     for (int p = 0; p < ranks_; ++p) decode_shard(p);
+    if (worker_) worker_->wait_all();
+  }
   stats.phase_us[1] = us_since(gather_start);
   const double gather_fraction =
       gather_expected_ ? double(gather_expected_ - gather_remaining_) / double(gather_expected_) : 1.0;
@@ -580,6 +598,7 @@ void Engine::agree_after_bounded_call(const CallStats& call) {
 }
 
 CallStats Engine::fail(CallStats stats, TransportStatus ts, Clock::time_point start, std::uint64_t count) {
+  if (worker_) worker_->wait_all();  // nothing may write into the caller's buffer after this
   output_ = nullptr;
   in_call_ = false;
   probing_ = false;
@@ -716,11 +735,14 @@ void Engine::apply(const WireHeader& h, std::size_t payload_size, const PayloadR
       return;
     }
     // Straight into place: receive_into completes before it returns, so nothing can write into
-    // the caller's buffer after this call has returned.
+    // the caller's buffer after this call has returned. An owner whose deadline passed without
+    // this rank's contribution may answer before this rank's encode of that shard is done.
+    await_encoded(static_cast<int>(source));
     if (!receive({reinterpret_cast<std::byte*>(gather_target() + h.offset), payload_size})) return;
     seen = 1;
     --gather_remaining_;
     last_arrival_[1] = Clock::now();
+    if (--gather_pending_[source] == 0 && transformed_ && worker_) start_decode(static_cast<int>(source));
     if (h.partial()) {
       dropped_entries_ += h.length;
       counted_[global_chunk(source, *c)] = 1;
@@ -729,6 +751,7 @@ void Engine::apply(const WireHeader& h, std::size_t payload_size, const PayloadR
 }
 
 void Engine::reduce_chunk(std::uint32_t chunk) {
+  await_encoded(rank_);
   const Extent e = layout_.chunk(rank_, chunk);
   const std::uint64_t rel = e.offset - layout_.shard_begin(rank_);
   float* own = current_->data.data() + e.offset;
@@ -765,6 +788,7 @@ void Engine::reduce_chunk(std::uint32_t chunk) {
   }
   contributors_[chunk] = static_cast<std::uint16_t>(-1);  // closed: later contributions are stale
   ++reduced_chunks_;
+  if (transformed_ && worker_ && own_shard_reduced()) start_decode(rank_);
 
   // Chunks are reduced in the order their contributions complete, so "last" are the last ones
   // reduced, not the highest indices.
@@ -845,6 +869,8 @@ bool Engine::agree_on_missing(Clock::time_point deadline) {
                         missing_complete_ == static_cast<std::size_t>(ranks_ - 1);
   // Close the union here too: a chunk another rank lacks is filled on every rank, even where it
   // arrived (and on its owner), so results stay identical. Counted as dropped where it is done.
+  // A shard decoded meanwhile by the worker is decoded again if its data changes here.
+  if (worker_) worker_->wait_all();
   for (int p = 0; p < ranks_; ++p)
     for (std::uint32_t c = 0; c < layout_.chunks_in_shard(p); ++c) {
       const std::uint64_t g = global_chunk(p, c);
@@ -856,6 +882,7 @@ bool Engine::agree_on_missing(Clock::time_point deadline) {
       }
       const Extent e = layout_.chunk(p, c);
       std::memset(gather_target() + e.offset, 0, e.length * sizeof(float));
+      decoded_[p] = 0;
       filled_entries_ += e.length;
       if (!counted_[g]) dropped_entries_ += e.length;  // a partial chunk was counted already
       counted_[g] = 1;
@@ -883,13 +910,36 @@ void Engine::apply_missing(const WireHeader& h, std::size_t payload_size, const 
   if (whole) ++missing_complete_;
 }
 
-void Engine::decode_shard(int p) {
-  if (decoded_[p]) return;
-  decoded_[p] = 1;
+void Engine::encode_shard(const float* input, int p) {
+  HadamardOptions h;
+  h.block_log2 = options_.hadamard_block_log2;
+  hadamard_encode(input + layout_.shard_begin(p), current_->data.data() + layout_.shard_begin(p), layout_.shard_size(p),
+                  hadamard_seed(comm_id_, epoch_, static_cast<std::uint64_t>(p)), h);
+}
+
+void Engine::decode_into_output(int p) const {
   HadamardOptions h;
   h.block_log2 = options_.hadamard_block_log2;
   hadamard_decode(current_->data.data() + layout_.shard_begin(p), output_ + layout_.shard_begin(p), layout_.shard_size(p),
                   hadamard_seed(comm_id_, epoch_, static_cast<std::uint64_t>(p)), h);
+}
+
+void Engine::decode_shard(int p) {
+  if (decoded_[p]) return;
+  decoded_[p] = 1;
+  decode_into_output(p);
+}
+
+void Engine::start_decode(int p) {
+  if (decoded_[p]) return;
+  decoded_[p] = 1;
+  worker_->submit([this, p] { decode_into_output(p); });
+}
+
+void Engine::await_encoded(int p) {
+  if (encoded_[p] == 0) return;
+  worker_->wait(encoded_[p]);
+  encoded_[p] = 0;
 }
 
 bool Engine::peers_served() const {

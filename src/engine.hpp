@@ -16,6 +16,7 @@
 #include "aligned_allocator.hpp"
 #include "bootstrap.hpp"
 #include "deadline_controller.hpp"
+#include "hadamard_worker.hpp"
 #include "optireduce/transport.hpp"
 #include "shard_layout.hpp"
 #include "wire_header.hpp"
@@ -51,6 +52,9 @@ struct EngineOptions {
   bool agree_fill = true;
   HadamardMode hadamard = HadamardMode::automatic;
   unsigned hadamard_block_log2 = 12;
+  // Encode and decode on a second thread while this one drives the network: for hosts where a
+  // core is free (the caller decides; results are the same either way).
+  bool hadamard_overlap = false;
   FaultOptions faults;
 };
 
@@ -165,8 +169,14 @@ class Engine {
   bool agree_on_missing(Clock::time_point deadline);
   void apply_missing(const WireHeader& h, std::size_t payload_size, const PayloadReader& receive);
   std::uint64_t global_chunk(int owner, std::uint32_t chunk) const { return chunk_base_[owner] + chunk; }
-  // Decodes shard p from staging into the caller's buffer (Hadamard calls), once.
+  // Hadamard calls: encodes shard p of the input into staging; decodes shard p from staging into
+  // the caller's buffer, once (again only if the fill agreement changed it afterwards).
+  void encode_shard(const float* input, int p);
   void decode_shard(int p);
+  void decode_into_output(int p) const;
+  // With the worker: queue shard p's decode now that its data is final; wait for its encode.
+  void start_decode(int p);
+  void await_encoded(int p);
   // Where the all-gather of this call lands: the caller's buffer, or staging when the call runs
   // in the Hadamard domain (decoded into the caller's buffer at the end).
   float* gather_target() const { return transformed_ ? current_->data.data() : output_; }
@@ -223,7 +233,9 @@ class Engine {
   std::uint64_t scatter_expected_ = 0;
   std::uint64_t gather_remaining_ = 0;
   std::uint64_t gather_expected_ = 0;
-  std::vector<std::uint8_t> decoded_;               // shards already decoded (Hadamard calls)
+  std::vector<std::uint8_t> decoded_;               // shards decoded or queued for it (Hadamard calls)
+  std::vector<HadamardWorker::Ticket> encoded_;     // per shard: its encode job (0: done)
+  std::vector<std::uint32_t> gather_pending_;       // per shard: all-gather chunks still to come
   std::vector<std::uint64_t> chunk_base_;           // per owner: global index of its first chunk
   std::size_t missing_bytes_ = 0;                   // bytes of a missing-chunk bitmap
   std::size_t missing_piece_bytes_ = 0;             // bytes of one missing message
@@ -254,6 +266,8 @@ class Engine {
   std::vector<EarlyMessage> early_;
   std::size_t early_bytes_ = 0;
   RejectCounts rejects_;
+  // Last, so it is joined before anything its jobs touch goes away (it is idle between calls).
+  std::unique_ptr<HadamardWorker> worker_;
 };
 
 }  // namespace optireduce

@@ -32,6 +32,8 @@
 #include <thread>
 
 #include "engine.hpp"
+#include "hadamard.hpp"
+#include "shard_layout.hpp"
 #include "inproc_transport.hpp"
 
 namespace optireduce {
@@ -575,6 +577,96 @@ TEST(BoundedEngine, BuffersStayFlatOverThousandsOfLossyCalls) {
     EXPECT_LE(job.engines[r]->buffer_bytes(), 4 * job.engines[r]->largest_call_bytes() + 65536) << "rank " << r;
   }
   EXPECT_GT(dropped, 0u) << "the calls were meant to be lossy";
+}
+
+// The result of a transformed call that lost nothing, computed here: every rank's shard encoded
+// with the seed of (communicator, call, shard), summed in rank order, decoded. Its checksum is
+// computed as drive() computes the engine's.
+std::uint64_t transformed_checksum(std::uint64_t comm_id, std::uint64_t call, int ranks, int call_index,
+                                   std::uint64_t count, std::uint32_t chunk_elems, unsigned block_log2) {
+  const ShardLayout layout(count, ranks, chunk_elems);
+  HadamardOptions h;
+  h.block_log2 = block_log2;
+  std::vector<float> result(count);
+  for (int p = 0; p < ranks; ++p) {
+    const std::uint64_t begin = layout.shard_begin(p), n = layout.shard_size(p);
+    const std::uint64_t seed = hadamard_seed(comm_id, call, static_cast<std::uint64_t>(p));
+    std::vector<float> sum(n), encoded(n);
+    for (int r = 0; r < ranks; ++r) {
+      const auto in = input_of(r, call_index, count);
+      hadamard_encode(in.data() + begin, encoded.data(), n, seed, h);
+      for (std::uint64_t i = 0; i < n; ++i) sum[i] = r == 0 ? encoded[i] : sum[i] + encoded[i];
+    }
+    hadamard_decode(sum.data(), result.data() + begin, n, seed, h);
+  }
+  std::uint64_t checksum = 0;
+  for (float x : result) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    checksum = (checksum ^ bits) * 0x100000001b3ull;
+  }
+  return checksum;
+}
+
+// OPTIREDUCE_HADAMARD_OVERLAP: encoding and decoding on the worker thread changes when the work
+// is done, never what it computes. Without loss a transformed call's result depends only on the
+// inputs, so with and without the worker it must equal, bit for bit, the transform computed
+// here; with loss, the fill agreement (which may zero a chunk of a shard the worker already
+// decoded, which must then be decoded again) keeps replicas identical and the error within the
+// bound of the plain path.
+TEST(BoundedEngine, HadamardWorkerComputesWhatTheCallingThreadComputes) {
+  Watchdog dog(kNoHang, "HadamardWorkerComputesWhatTheCallingThreadComputes");
+  const int ranks = 4;
+  const int calibration = 10;  // deadlines from enough samples that a busy host loses few calls
+  const std::uint32_t chunk = 64;
+  const unsigned block_log2 = 8;
+  const std::uint64_t count = chunk * ranks * 8 + 37;  // ragged: the last shard ends mid-block
+  const int calls = 60;
+  auto options = [&](double drop, bool overlap) {
+    EngineOptions o = bounded_options(drop, calibration, 1.0);
+    o.chunk_elems = chunk;
+    o.hadamard = HadamardMode::on;
+    o.hadamard_block_log2 = block_log2;
+    o.hadamard_overlap = overlap;
+    return o;
+  };
+  for (bool overlap : {false, true}) {
+    Job job = make_job(ranks, options(0.0, overlap));
+    ASSERT_FALSE(HasFailure());
+    const auto seen = drive(job, std::vector<std::uint64_t>(calls, count));
+    ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
+    int compared = 0;
+    for (int c = calibration; c < calls; ++c) {
+      const std::uint64_t want =
+          transformed_checksum(job.engines[0]->comm_id(), c + 1, ranks, c, count, chunk, block_log2);
+      for (int r = 0; r < ranks; ++r) {
+        const Observed& o = seen[c][r];
+        ASSERT_TRUE(o.stats.transformed) << describe(o, c, r);
+        if (o.stats.dropped_entries) continue;  // late on a busy host
+        EXPECT_EQ(o.checksum, want) << describe(o, c, r) << (overlap ? " (worker)" : " (calling thread)")
+                                    << ": not the transformed sum";
+        ++compared;
+      }
+    }
+    // Late threads on a busy host lose some calls; a quarter must be clean to say anything.
+    EXPECT_GT(compared, (calls - calibration) * ranks / 4) << "too few calls without loss to compare";
+  }
+
+  Job lossy = make_job(ranks, options(0.05, true));
+  ASSERT_FALSE(HasFailure());
+  const auto seen = drive(lossy, std::vector<std::uint64_t>(calls, count));
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
+  int identical_rows = 0;
+  for (int c = calibration; c < calls; ++c) {
+    const auto& row = seen[c];
+    for (int r = 0; r < ranks; ++r)
+      EXPECT_LE(row[r].relative_rms_error(), 3.0 * std::sqrt(row[r].fraction()) + 1e-5) << describe(row[r], c, r);
+    if (!std::all_of(row.begin(), row.end(), [](const Observed& o) { return o.stats.fill_agreed; })) continue;
+    ++identical_rows;
+    for (const Observed& o : row)
+      EXPECT_EQ(o.checksum, row[0].checksum) << "call " << c << ": replicas differ although every rank agreed the fill";
+  }
+  EXPECT_GT(identical_rows, (calls - calibration) / 4);
 }
 
 }  // namespace
