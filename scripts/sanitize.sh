@@ -34,9 +34,6 @@ run() {
   fi
 }
 # Excluded, with the reason:
-# - Ranks/EngineSizes.ExactSumForAwkwardCounts/*: the test itself calls memcmp(nullptr, nullptr, 0)
-#   for its count-0 case (tests/unit/engine_test.cpp:89), which UBSan's nonnull-attribute check
-#   stops; the engine under it is clean. Drop this exclusion once the test guards count 0.
 # - mpi.preload_everywhere.np2, labels netem, slurm, cluster: they set LD_PRELOAD themselves
 #   (TEST_ENV, their scripts, srun) to the library alone, so libasan is not the first object in
 #   the ranks, which ASan refuses ("ASan runtime does not come first").
@@ -44,11 +41,10 @@ run() {
 #   quarantine of freed memory (256 MiB) grows it by design.
 # - label python: the Python jobs (mpi4py, numpy, torch) are left out: their interpreter and
 #   extension modules are not instrumented and their run times under ASan are not budgeted for.
-unit_excluded="EngineSizes.ExactSumForAwkwardCounts"
 mpi_excluded="mpi.preload_everywhere.np2|mpi.bounded.memory.np2"
 # One test at a time: the bounded-engine tests measure loss against deadlines, and ASan slows
 # every rank thread; two such tests side by side on a 2-core host can miss their statistics.
-run unit -L unit -j"${UNIT_JOBS:-1}" -E "$unit_excluded"
+run unit -L unit -j"${UNIT_JOBS:-1}"
 run mpi -L mpi -LE "python|netem|slurm|cluster" -E "$mpi_excluded"
 echo "== summary (sanitizers: $sanitize, build: $build)"
 cat "$log"

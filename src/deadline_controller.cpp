@@ -14,18 +14,25 @@ bool DeadlineController::calibrating(unsigned cls) const {
   return it == classes_.end() || !it->second.calibrated;
 }
 
-void DeadlineController::record_calibration(unsigned cls, const std::array<double, kTarPhases>& phase_us) {
+bool DeadlineController::record_calibration(unsigned cls, const std::array<double, kTarPhases>& phase_us) {
   ClassState& s = classes_[cls];
   for (std::size_t p = 0; p < kTarPhases; ++p) s.calibration[p].push_back(phase_us[p]);
   // A recalibration needs fewer calls than the first calibration: the engine is warm.
   const std::size_t needed = s.calibrated ? std::min<std::size_t>(options_.calibration_calls, 8) : options_.calibration_calls;
-  if (s.calibration[0].size() < needed) return;
+  if (s.calibration[0].size() < needed) return false;
   for (std::size_t p = 0; p < kTarPhases; ++p) {
     s.bound[p] = std::min(options_.cap_us, percentile(s.calibration[p], 0.95));
     s.calibration[p].clear();
     s.calibration[p].shrink_to_fit();
   }
   s.calibrated = true;
+  return true;
+}
+
+void DeadlineController::set_bounds(unsigned cls, const std::array<double, kTarPhases>& bound_us) {
+  auto it = classes_.find(cls);
+  if (it == classes_.end() || !it->second.calibrated) return;
+  for (std::size_t p = 0; p < kTarPhases; ++p) it->second.bound[p] = std::min(options_.cap_us, bound_us[p]);
 }
 
 void DeadlineController::record_estimate(unsigned cls, const std::array<double, kTarPhases>& estimate_us) {

@@ -48,8 +48,11 @@ class DeadlineController {
   // True while calls of this size class must still run exactly (calibration).
   bool calibrating(unsigned size_class) const;
   // Phase times of an exact call: calibration, or (once calibrated) recalibration from the exact
-  // calls that follow a loss-budget fallback.
-  void record_calibration(unsigned size_class, const std::array<double, kTarPhases>& phase_us);
+  // calls that follow a loss-budget fallback. True when this call completed a (re)calibration:
+  // the bounds are new, and the caller may agree them with the other ranks (set_bounds).
+  bool record_calibration(unsigned size_class, const std::array<double, kTarPhases>& phase_us);
+  // Replaces the calibrated bounds tB of a class (the ones every rank agreed on; capped).
+  void set_bounds(unsigned size_class, const std::array<double, kTarPhases>& bound_us);
 
   // Feed the median of the stamps this rank saw in a bounded call, per phase (0: none seen).
   void record_estimate(unsigned size_class, const std::array<double, kTarPhases>& estimate_us);

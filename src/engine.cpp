@@ -1,6 +1,7 @@
 #include "engine.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <bit>
 #include <cstring>
 #include <thread>
@@ -523,13 +524,15 @@ CallStats Engine::tar_call(const float* input, float* output, std::uint64_t coun
   probing_ = false;
   if (probe) {
     // A probe's phase times are its budget when anything was lost; its pace is the network's.
-    deadlines_.record_calibration(cls, {double(my_estimate_us_[0]) > 0 ? double(my_estimate_us_[0]) : stats.phase_us[0],
-                                        double(my_estimate_us_[1]) > 0 ? double(my_estimate_us_[1]) : stats.phase_us[1]});
+    if (deadlines_.record_calibration(cls, {double(my_estimate_us_[0]) > 0 ? double(my_estimate_us_[0]) : stats.phase_us[0],
+                                            double(my_estimate_us_[1]) > 0 ? double(my_estimate_us_[1]) : stats.phase_us[1]}))
+      agree_bounds(cls);
     deadlines_.record_estimate(cls, {median(stamps_[0]), median(stamps_[1])});
     return stats;
   }
-  if (stats.kind == CallKind::calibration || stats.kind == CallKind::fallback)
-    deadlines_.record_calibration(cls, stats.phase_us);
+  if ((stats.kind == CallKind::calibration || stats.kind == CallKind::fallback) &&
+      deadlines_.record_calibration(cls, stats.phase_us))
+    agree_bounds(cls);
   // Fallback calls run exactly but keep teaching the deadlines, so they are right when bounded
   // calls resume.
   if (bounded || stats.kind == CallKind::fallback)
@@ -541,6 +544,25 @@ CallStats Engine::tar_call(const float* input, float* output, std::uint64_t coun
   if (bounded) agree_after_bounded_call(stats);
   last_call_ = stats;
   return stats;
+}
+
+void Engine::agree_bounds(unsigned cls) {
+  // Every rank's own calibration saw other phase times (who waited for whom differs), so their
+  // bounds differed by up to 2.5x in a training job on this host; the most impatient rank then
+  // gave up on data the others were still sending, and with the fill agreed its loss became
+  // everybody's. One bound for all: the largest, taken at the call that completes a
+  // (re)calibration, which is the same call on every rank (calibration counts and fallbacks are
+  // agreed). Blocking, but once per calibration of a size class.
+  std::array<double, kTarPhases> mine{deadlines_.bound_us(cls, TarPhase::scatter), deadlines_.bound_us(cls, TarPhase::gather)};
+  auto all = bootstrap_->allgather({reinterpret_cast<const std::byte*>(mine.data()), sizeof mine});
+  for (const auto& blob : all) {
+    std::array<double, kTarPhases> theirs{};
+    if (blob.size() != sizeof theirs) continue;
+    std::memcpy(theirs.data(), blob.data(), sizeof theirs);
+    for (std::size_t p = 0; p < kTarPhases; ++p)
+      if (std::isfinite(theirs[p])) mine[p] = std::max(mine[p], theirs[p]);
+  }
+  deadlines_.set_bounds(cls, mine);
 }
 
 void Engine::agree_after_bounded_call(const CallStats& call) {

@@ -184,6 +184,8 @@ class Engine {
   bool own_shard_reduced() const { return reduced_chunks_ == layout_.chunks_in_shard(rank_); }
   bool peers_served() const;
   void agree_after_bounded_call(const CallStats& call);
+  // Makes the calibrated bounds tB of a size class the same on every rank. Collective.
+  void agree_bounds(unsigned cls);
   CallStats fail(CallStats stats, TransportStatus ts, Clock::time_point start, std::uint64_t count);
 
   const int rank_;
