@@ -579,6 +579,24 @@ TEST(BoundedEngine, BuffersStayFlatOverThousandsOfLossyCalls) {
   EXPECT_GT(dropped, 0u) << "the calls were meant to be lossy";
 }
 
+// Each rank's calibration measures other phase times (who waited for whom differs); the ranks then
+// agree on the largest bound, so the first bounded call has the same deadlines on every rank
+// (before any stamp can make them differ) and no rank gives up long before the others.
+TEST(BoundedEngine, RanksAgreeOnTheCalibratedBounds) {
+  Watchdog dog(kNoHang, "RanksAgreeOnTheCalibratedBounds");
+  const int ranks = 4;
+  const unsigned calibration = 6;
+  Job job = make_job(ranks, bounded_options(0.0, calibration, 1.0));
+  ASSERT_FALSE(HasFailure());
+  const auto seen = drive(job, std::vector<std::uint64_t>(calibration + 2, 64 * ranks * 4), false);
+  ASSERT_EQ(seen.size(), calibration + 2);
+  const auto& first = seen[calibration];
+  for (int r = 0; r < ranks; ++r) {
+    ASSERT_EQ(first[r].stats.kind, CallKind::bounded) << describe(first[r], calibration, r);
+    EXPECT_EQ(first[r].stats.deadline_us, first[0].stats.deadline_us) << describe(first[r], calibration, r);
+  }
+}
+
 // The result of a transformed call that lost nothing, computed here: every rank's shard encoded
 // with the seed of (communicator, call, shard), summed in rank order, decoded. Its checksum is
 // computed as drive() computes the engine's.

@@ -22,7 +22,8 @@ DeadlineController calibrated() {
   DeadlineController c(options());
   for (int i = 0; i < 20; ++i) {
     EXPECT_TRUE(c.calibrating(20));
-    c.record_calibration(20, {i == 7 ? 50000.0 : 1000.0 + i, 800.0});
+    // True exactly when the call completes the calibration (the engine then agrees the bounds).
+    EXPECT_EQ(c.record_calibration(20, {i == 7 ? 50000.0 : 1000.0 + i, 800.0}), i == 19);
   }
   EXPECT_FALSE(c.calibrating(20));
   return c;
@@ -89,6 +90,17 @@ TEST(DeadlineController, NeverAboveItsCeilingAndExactCallsRecalibrate) {
   for (int i = 0; i < 8; ++i) c.record_calibration(20, {20000.0, 20000.0});
   EXPECT_DOUBLE_EQ(c.bound_us(20, TarPhase::scatter), 20000);
   EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 75000) << "1.5 x the estimates, now under 4 x the new tB";
+}
+
+TEST(DeadlineController, AgreedBoundsReplaceTheOwnOnesAndStayCapped) {
+  DeadlineController c = calibrated();
+  const double own = c.bound_us(20, TarPhase::scatter);
+  c.set_bounds(20, {4 * own, 2e9});  // the largest rank's bounds; the gather one beyond the cap
+  EXPECT_EQ(c.bound_us(20, TarPhase::scatter), 4 * own);
+  EXPECT_EQ(c.bound_us(20, TarPhase::gather), 100000);
+  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 1.5 * 4 * own);  // no estimates yet: margin x bound
+  c.set_bounds(21, {1, 1});  // a class not calibrated yet: nothing to agree on
+  EXPECT_TRUE(c.calibrating(21));
 }
 
 TEST(DeadlineController, PhasesWithoutStampsKeepTheirEstimate) {
