@@ -43,14 +43,13 @@ constexpr std::uint64_t kEarlyEpochs = 4;
 constexpr double kGraceShare = 0.05;
 // A probe of the datagram path may take this many times the exact call it shadows.
 constexpr double kProbeBudgetFactor = 4.0;
-// How long a bounded call waits for the other ranks' lists of missing chunks: this share of the
-// all-gather budget, at least kAgreeMinUs. Over datagrams a list may be lost (it goes twice), so
-// waiting long buys little. Over a reliable transport a list is only late: a peer still waiting
-// out its own all-gather deadline sends it up to a whole budget after this rank's phase ended,
-// and giving up earlier leaves the replicas different for the rest of the training run (a
-// quarter of the budget did, in tail-3 training runs).
-constexpr double kAgreeShare = 0.25;
-constexpr double kAgreeShareReliable = 1.0;
+// How long a bounded call waits for the other ranks' lists of missing chunks: the all-gather
+// budget, at least kAgreeMinUs. A peer still waiting out its own all-gather deadline sends its
+// list up to a whole budget after this rank's phase ended, and giving up earlier leaves the
+// replicas different for the rest of a training run (a quarter of the budget did: tail-3
+// PyTorch runs had 19 divergent calls over UCX, and datagram replicas drifted apart). Over
+// datagrams a list may also be lost (it goes twice); then the wait costs a budget.
+constexpr double kAgreeShare = 1.0;
 constexpr double kAgreeMinUs = 500;
 constexpr int kMissingCopies = 2;
 constexpr double kDrainBeforeExactUs = 20000;
@@ -479,8 +478,7 @@ CallStats Engine::tar_call(const float* input, float* output, std::uint64_t coun
   if (bounded && !probe && ranks_ > 1 && options_.agree_fill && options_.fill == FillPolicy::zero) {
     // Every rank is at the end of its gather phase by now, or within a budget of it, or late
     // beyond saving.
-    const double share = transport_->reliable() ? kAgreeShareReliable : kAgreeShare;
-    const double wait_us = std::max(kAgreeMinUs, share * budget.us[1]);
+    const double wait_us = std::max(kAgreeMinUs, kAgreeShare * budget.us[1]);
     stats.fill_agreed = agree_on_missing(std::min(after_us(Clock::now(), wait_us), hard_deadline));
     if (!stats.fill_agreed) ++agreed_.fill_agreement_incomplete;
   }
