@@ -27,11 +27,14 @@ fi
 command -v iperf3 >/dev/null || { echo "SKIP: no iperf3 (apt-get install iperf3)"; exit 77; }
 command -v tc >/dev/null || { echo "SKIP: no tc"; exit 77; }
 
-# Inside the namespace: record the namespace, its qdisc and, after some bursts had time to start,
-# the processes in it (the background generator and iperf3), then wait.
+# Inside the namespace: record the namespace, its qdisc and, once a burst has moved traffic over
+# the namespace's loopback (its packet count in /proc/net/dev, which is per namespace; the gaps
+# between bursts are random, so a fixed sleep sometimes saw none: at most 20 s), the processes in
+# it (the background generator and iperf3), then wait.
 inner='ns=$(ip netns identify $$); echo "$ns" >"$1/ns"; tc qdisc show dev lo >"$1/qdisc"
   for i in $(seq 100); do [ -n "$(ip netns pids "$ns" | xargs -r ps -o comm= -p | grep -x iperf3)" ] && break; sleep 0.1; done
-  sleep 2; ip netns pids "$ns" | xargs -r ps -o pid=,comm= -p >"$1/procs"; touch "$1/ready"; sleep "$2"'
+  for i in $(seq 200); do [ "$(awk -F"[: ]+" "/^ *lo:/ {print \$4}" /proc/net/dev)" -gt 5000 ] && break; sleep 0.1; done
+  sleep 0.5; ip netns pids "$ns" | xargs -r ps -o pid=,comm= -p >"$1/procs"; touch "$1/ready"; sleep "$2"'
 
 case $what in
   run)
