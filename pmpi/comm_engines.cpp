@@ -81,7 +81,6 @@ EngineOptions engine_options(const Config& config) {
   o.agree_fill = config.agree_fill;
   o.hadamard = config.hadamard == 0 ? HadamardMode::off : config.hadamard == 1 ? HadamardMode::on : HadamardMode::automatic;
   o.hadamard_block_log2 = config.hadamard_block_log2;
-  o.hadamard_overlap = config.hadamard_overlap == 1;  // auto: decided per communicator
   o.faults.drop = config.fault_drop;
   o.faults.delay_rank = config.fault_delay_rank;
   o.faults.delay_ms = config.fault_delay_ms;
@@ -121,7 +120,9 @@ Engine* comm_engine(CommState& state, const Config& config) {
   auto transport = make_transport(config, error);
   if (!transport) OR_LOG(warn, "cannot start the %s transport: %s", to_string(config.transport), error.c_str());
   EngineOptions options = engine_options(config);
-  if (config.hadamard_overlap == 2 && config.hadamard != 0) options.hadamard_overlap = core_free_for_worker(state.comm);
+  // Per communicator: whether a core is free depends on how many of its ranks share this host.
+  options.hadamard_overlap = config.hadamard != 0 && (config.hadamard_overlap == 1 ||
+                                                     (config.hadamard_overlap == 2 && core_free_for_worker(state.comm)));
   state.engine = Engine::create(rank, size, std::move(transport), std::make_unique<MpiBootstrap>(state.comm),
                                 options, error);
   if (state.engine) {

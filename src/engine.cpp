@@ -255,7 +255,8 @@ void Engine::begin_call(Staging& staging, float* output, std::uint64_t count) {
 
   // One header slot per send of this call, sized up front: UCX reads a header until its send
   // completes, so the storage must not move while the call runs.
-  const std::size_t sends = scatter_schedule(layout_, rank_, last_slices_).size() +
+  // Scatter: every chunk of every other shard, once.
+  const std::size_t sends = static_cast<std::size_t>(total_chunks - own_chunks) +
                             static_cast<std::size_t>(own_chunks + 1 + kMissingCopies * missing_pieces_per_rank_) * (ranks_ - 1);
   if (staging.headers.size() < sends) staging.headers.resize(sends);
   staging.posted_until.assign(ranks_, 0);
@@ -529,15 +530,12 @@ CallStats Engine::tar_call(const float* input, float* output, std::uint64_t coun
   probing_ = false;
   if (probe) {
     // A probe's phase times are its budget when anything was lost; its pace is the network's.
-    if (deadlines_.record_calibration(cls, {double(my_estimate_us_[0]) > 0 ? double(my_estimate_us_[0]) : stats.phase_us[0],
-                                            double(my_estimate_us_[1]) > 0 ? double(my_estimate_us_[1]) : stats.phase_us[1]}))
-      agree_bounds(cls);
+    record_calibration(cls, {double(my_estimate_us_[0]) > 0 ? double(my_estimate_us_[0]) : stats.phase_us[0],
+                             double(my_estimate_us_[1]) > 0 ? double(my_estimate_us_[1]) : stats.phase_us[1]});
     deadlines_.record_estimate(cls, {median(stamps_[0]), median(stamps_[1])});
     return stats;
   }
-  if ((stats.kind == CallKind::calibration || stats.kind == CallKind::fallback) &&
-      deadlines_.record_calibration(cls, stats.phase_us))
-    agree_bounds(cls);
+  if (stats.kind == CallKind::calibration || stats.kind == CallKind::fallback) record_calibration(cls, stats.phase_us);
   // Fallback calls run exactly but keep teaching the deadlines, so they are right when bounded
   // calls resume.
   if (bounded || stats.kind == CallKind::fallback)
@@ -551,13 +549,14 @@ CallStats Engine::tar_call(const float* input, float* output, std::uint64_t coun
   return stats;
 }
 
-void Engine::agree_bounds(unsigned cls) {
+void Engine::record_calibration(unsigned cls, const std::array<double, kTarPhases>& phase_us) {
   // Every rank's own calibration saw other phase times (who waited for whom differs), so their
   // bounds differed by up to 2.5x in a training job on this host; the most impatient rank then
   // gave up on data the others were still sending, and with the fill agreed its loss became
   // everybody's. One bound for all: the largest, taken at the call that completes a
   // (re)calibration, which is the same call on every rank (calibration counts and fallbacks are
   // agreed). Blocking, but once per calibration of a size class.
+  if (!deadlines_.record_calibration(cls, phase_us)) return;
   std::array<double, kTarPhases> mine{deadlines_.bound_us(cls, TarPhase::scatter), deadlines_.bound_us(cls, TarPhase::gather)};
   auto all = bootstrap_->allgather({reinterpret_cast<const std::byte*>(mine.data()), sizeof mine});
   for (const auto& blob : all) {
@@ -937,18 +936,22 @@ void Engine::apply_missing(const WireHeader& h, std::size_t payload_size, const 
   if (whole) ++missing_complete_;
 }
 
-void Engine::encode_shard(const float* input, int p) {
+HadamardOptions Engine::hadamard_options() const {
   HadamardOptions h;
   h.block_log2 = options_.hadamard_block_log2;
+  return h;
+}
+
+std::uint64_t Engine::shard_seed(int p) const { return hadamard_seed(comm_id_, epoch_, static_cast<std::uint64_t>(p)); }
+
+void Engine::encode_shard(const float* input, int p) {
   hadamard_encode(input + layout_.shard_begin(p), current_->data.data() + layout_.shard_begin(p), layout_.shard_size(p),
-                  hadamard_seed(comm_id_, epoch_, static_cast<std::uint64_t>(p)), h);
+                  shard_seed(p), hadamard_options());
 }
 
 void Engine::decode_into_output(int p) const {
-  HadamardOptions h;
-  h.block_log2 = options_.hadamard_block_log2;
   hadamard_decode(current_->data.data() + layout_.shard_begin(p), output_ + layout_.shard_begin(p), layout_.shard_size(p),
-                  hadamard_seed(comm_id_, epoch_, static_cast<std::uint64_t>(p)), h);
+                  shard_seed(p), hadamard_options());
 }
 
 void Engine::decode_shard(int p) {

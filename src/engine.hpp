@@ -16,6 +16,7 @@
 #include "aligned_allocator.hpp"
 #include "bootstrap.hpp"
 #include "deadline_controller.hpp"
+#include "hadamard.hpp"
 #include "hadamard_worker.hpp"
 #include "optireduce/transport.hpp"
 #include "shard_layout.hpp"
@@ -171,6 +172,8 @@ class Engine {
   std::uint64_t global_chunk(int owner, std::uint32_t chunk) const { return chunk_base_[owner] + chunk; }
   // Hadamard calls: encodes shard p of the input into staging; decodes shard p from staging into
   // the caller's buffer, once (again only if the fill agreement changed it afterwards).
+  HadamardOptions hadamard_options() const;
+  std::uint64_t shard_seed(int p) const;
   void encode_shard(const float* input, int p);
   void decode_shard(int p);
   void decode_into_output(int p) const;
@@ -184,8 +187,9 @@ class Engine {
   bool own_shard_reduced() const { return reduced_chunks_ == layout_.chunks_in_shard(rank_); }
   bool peers_served() const;
   void agree_after_bounded_call(const CallStats& call);
-  // Makes the calibrated bounds tB of a size class the same on every rank. Collective.
-  void agree_bounds(unsigned cls);
+  // Feeds an exact call's phase times to the deadlines; when that completes a (re)calibration,
+  // makes the new bounds tB the same on every rank (collective at that call).
+  void record_calibration(unsigned cls, const std::array<double, kTarPhases>& phase_us);
   CallStats fail(CallStats stats, TransportStatus ts, Clock::time_point start, std::uint64_t count);
 
   const int rank_;

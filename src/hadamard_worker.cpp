@@ -24,11 +24,6 @@ HadamardWorker::Ticket HadamardWorker::submit(std::function<void()> job) {
   return t;
 }
 
-bool HadamardWorker::done(Ticket t) const {
-  std::lock_guard lock(mutex_);
-  return finished_ >= t;
-}
-
 void HadamardWorker::wait(Ticket t) const {
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return finished_ >= t; });

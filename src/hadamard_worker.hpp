@@ -23,7 +23,6 @@ class HadamardWorker {
   HadamardWorker& operator=(const HadamardWorker&) = delete;
 
   Ticket submit(std::function<void()> job);
-  bool done(Ticket t) const;
   void wait(Ticket t) const;
   void wait_all() const;
 
