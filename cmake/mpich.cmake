@@ -1,7 +1,7 @@
 # One preload library per MPI flavor, from the same pmpi/ sources: liboptireduce.so for the default
 # MPI that FindMPI found (Open MPI here, the target `optireduce`), and liboptireduce-mpich.so
 # (target `optireduce-mpich`) compiled against MPICH's mpi.h and linked to libmpich whenever MPICH
-# is installed beside it. The engine (optireduce_core) has no MPI in it and serves both.
+# is installed beside it. The engine (optireduce_engine) has no MPI in it and serves both.
 # Included from the top CMakeLists.txt after the `optireduce` target is defined.
 
 # OPTIREDUCE_MPI_FLAVORS (top CMakeLists.txt, default "openmpi;mpich") names the wanted ones.
@@ -76,17 +76,22 @@ find_program(OPTIREDUCE_MPICH_MPIEXEC NAMES mpiexec.mpich mpiexec.hydra mpirun.m
 
 # The sources, definitions and link options of liboptireduce.so, so the two cannot drift apart.
 get_target_property(_pmpi_sources optireduce SOURCES)
+list(TRANSFORM _pmpi_sources PREPEND ${PROJECT_SOURCE_DIR}/pmpi/)
 get_target_property(_pmpi_definitions optireduce COMPILE_DEFINITIONS)
 get_target_property(_pmpi_link_options optireduce LINK_OPTIONS)
 get_target_property(_pmpi_link_depends optireduce LINK_DEPENDS)
+get_target_property(_pmpi_dependencies optireduce MANUALLY_ADDED_DEPENDENCIES)
 add_library(optireduce-mpich SHARED ${_pmpi_sources})
-target_link_libraries(optireduce-mpich PRIVATE optireduce_core ${_mpich_target} ${CMAKE_DL_LIBS})
+target_link_libraries(optireduce-mpich PRIVATE optireduce_engine ${_mpich_target} ${CMAKE_DL_LIBS})
 target_include_directories(optireduce-mpich PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>)
 if(_pmpi_definitions)
   target_compile_definitions(optireduce-mpich PRIVATE ${_pmpi_definitions})
 endif()
 if(_pmpi_link_options)
   target_link_options(optireduce-mpich PRIVATE ${_pmpi_link_options})
+endif()
+if(_pmpi_dependencies)
+  add_dependencies(optireduce-mpich ${_pmpi_dependencies})
 endif()
 if(_pmpi_link_depends)
   set_target_properties(optireduce-mpich PROPERTIES LINK_DEPENDS "${_pmpi_link_depends}")

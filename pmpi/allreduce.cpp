@@ -2,9 +2,9 @@
 #include "allreduce.hpp"
 
 #include "comm_engines.hpp"
-#include "log.hpp"
+#include "optireduce/engine/log.hpp"
 #include "runtime.hpp"
-#include "stats.hpp"
+#include "optireduce/engine/stats.hpp"
 
 namespace optireduce::pmpi {
 
@@ -45,7 +45,7 @@ bool run_engine(const void* sendbuf, void* recvbuf, std::int64_t count, MPI_Comm
                                                stats.kind == CallKind::bounded, stats.kind == CallKind::fallback,
                                                stats.deadline_us[0] + stats.deadline_us[1]});
   trace_call(stats);
-  if (stats.status != CallStatus::ok) {
+  if (!stats.ok()) {
     // Never hang and never return wrong data silently: the communicator's error handler decides
     // (MPI_ERRORS_ARE_FATAL, the default, ends the job).
     *result = MPI_ERR_OTHER;

@@ -2,10 +2,9 @@
 
 #include <sched.h>
 
-#include "log.hpp"
+#include "optireduce/engine/log.hpp"
 #include "mpi_bootstrap.hpp"
-#include "stats.hpp"
-#include "transport_factory.hpp"
+#include "optireduce/engine/stats.hpp"
 
 namespace optireduce::pmpi {
 namespace {
@@ -19,33 +18,7 @@ void retire(CommState* state) {
   {
     std::lock_guard lock(g_mutex);
     g_live.erase(state);
-    if (state->engine) {
-      const Engine& e = *state->engine;
-      g_history.peak_buffer_bytes = std::max(g_history.peak_buffer_bytes, e.buffer_bytes());
-      g_history.largest_call_bytes = std::max(g_history.largest_call_bytes, e.largest_call_bytes());
-      g_history.rejected_messages += e.rejects().total();
-      g_history.divergent_calls += e.agreed().divergent_calls;
-      g_history.fallbacks += e.agreed().fallbacks;
-      g_history.injected_drops += e.agreed().injected_drops;
-      g_history.fill_agreement_incomplete += e.agreed().fill_agreement_incomplete;
-      g_history.transports.insert(e.transport().describe());
-      const RejectCounts& r = e.rejects();
-      const std::pair<const char*, std::uint64_t> reasons[] = {{"malformed", r.malformed}, {"foreign", r.foreign},
-                                                               {"stale", r.stale},         {"misplaced", r.misplaced},
-                                                               {"duplicate", r.duplicate}, {"overflow", r.overflow}};
-      for (const auto& [name, n] : reasons)
-        if (n) g_history.rejected_by_reason[name] += n;
-      for (const auto& [name, n] : e.transport().counters()) {
-        if (name.rfind("rejected_", 0) == 0) {
-          g_history.rejected_by_reason[name.substr(9)] += n;
-          g_history.rejected_messages += n;
-        } else if (name.find("_per_s") != std::string::npos) {
-          g_history.transport_counters[name] = n;
-        } else {
-          g_history.transport_counters[name] += n;
-        }
-      }
-    }
+    if (state->engine) g_history.add(*state->engine);
   }
   delete state;  // destroys the engine and its transport; makes no MPI call
 }
@@ -69,24 +42,6 @@ bool core_free_for_worker(MPI_Comm comm) {
   CPU_ZERO(&cpus);
   if (sched_getaffinity(0, sizeof cpus, &cpus) != 0) return false;
   return CPU_COUNT(&cpus) >= 2 * local_ranks;
-}
-
-EngineOptions engine_options(const Config& config) {
-  EngineOptions o;
-  o.chunk_elems = static_cast<std::uint32_t>(config.chunk_bytes / sizeof(float));
-  o.timeout = std::chrono::milliseconds(config.timeout_ms);
-  o.calibration_calls = config.calibration_calls;
-  o.loss_budget = config.loss_budget;
-  o.fill = config.fill_local ? FillPolicy::local : FillPolicy::zero;
-  o.agree_fill = config.agree_fill;
-  o.hadamard = config.hadamard == 0 ? HadamardMode::off : config.hadamard == 1 ? HadamardMode::on : HadamardMode::automatic;
-  o.hadamard_block_log2 = config.hadamard_block_log2;
-  o.faults.drop = config.fault_drop;
-  o.faults.delay_rank = config.fault_delay_rank;
-  o.faults.delay_ms = config.fault_delay_ms;
-  o.faults.delay_probability = config.fault_delay_probability;
-  o.faults.seed = config.fault_seed;
-  return o;
 }
 
 }  // namespace
@@ -116,23 +71,20 @@ Engine* comm_engine(CommState& state, const Config& config) {
   int rank = 0, size = 0;
   PMPI_Comm_rank(state.comm, &rank);
   PMPI_Comm_size(state.comm, &size);
-  std::string error;
-  auto transport = make_transport(config, error);
-  if (!transport) OR_LOG(warn, "cannot start the %s transport: %s", to_string(config.transport), error.c_str());
-  EngineOptions options = engine_options(config);
   // Per communicator: whether a core is free depends on how many of its ranks share this host.
-  options.hadamard_overlap = config.hadamard != 0 && (config.hadamard_overlap == 1 ||
-                                                     (config.hadamard_overlap == 2 && core_free_for_worker(state.comm)));
-  state.engine = Engine::create(rank, size, std::move(transport), std::make_unique<MpiBootstrap>(state.comm),
-                                options, error);
+  const bool overlap = config.hadamard != HadamardMode::off &&
+                       (config.hadamard_overlap == 1 || (config.hadamard_overlap == 2 && core_free_for_worker(state.comm)));
+  const EngineOptions options = engine_options(config, overlap);
+  Status status;
+  state.engine = Engine::create(rank, size, std::make_unique<MpiBootstrap>(state.comm), options, status);
   if (state.engine) {
     ProcessStats::instance().record_engine_created();
     OR_LOG(debug, "engine ready on a communicator of %d ranks (%s; Hadamard worker %s)", size,
-           state.engine->transport().describe().c_str(), options.hadamard_overlap ? "on" : "off");
+           state.engine->transport_description().c_str(), options.hadamard_overlap ? "on" : "off");
   } else {
     ProcessStats::instance().record_engine_failure();
     // Every rank reached the same verdict inside Engine::create, so all fall back together.
-    OR_LOG(warn, "no engine for a communicator of %d ranks, its calls go to PMPI_Allreduce: %s", size, error.c_str());
+    OR_LOG(warn, "no engine for a communicator of %d ranks, its calls go to PMPI_Allreduce: %s", size, status.text().c_str());
   }
   return state.engine.get();
 }

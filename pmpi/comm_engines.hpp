@@ -13,8 +13,9 @@
 #include <set>
 #include <string>
 
-#include "config.hpp"
-#include "engine.hpp"
+#include "optireduce/engine/config.hpp"
+#include "optireduce/engine/engine.hpp"
+#include "engine_history.hpp"
 
 namespace optireduce::pmpi {
 
@@ -24,22 +25,6 @@ struct CommState {
   std::optional<Mode> mode;         // per-communicator override of OPTIREDUCE_MODE
   bool engine_tried = false;
   std::unique_ptr<Engine> engine;   // null when creation failed on any rank (then all fall back)
-};
-
-// What engines did, kept after they are destroyed, for the report.
-struct EngineHistory {
-  std::size_t peak_buffer_bytes = 0;
-  std::size_t largest_call_bytes = 0;
-  unsigned long long rejected_messages = 0;
-  unsigned long long divergent_calls = 0;
-  unsigned long long fallbacks = 0;
-  unsigned long long injected_drops = 0;
-  unsigned long long fill_agreement_incomplete = 0;
-  std::set<std::string> transports;
-  // Rejected messages by reason (the engine's and the transport's), and the transports' own
-  // counters (datagrams, FEC repairs...), summed over engines; rates keep the latest value.
-  std::map<std::string, unsigned long long> rejected_by_reason;
-  std::map<std::string, unsigned long long> transport_counters;
 };
 
 void setup_comm_engines();

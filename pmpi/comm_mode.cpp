@@ -8,7 +8,7 @@
 #include <string>
 
 #include "comm_engines.hpp"
-#include "log.hpp"
+#include "optireduce/engine/log.hpp"
 #include "runtime.hpp"
 
 namespace optireduce::pmpi {

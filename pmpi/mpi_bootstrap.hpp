@@ -4,7 +4,7 @@
 
 #include <mpi.h>
 
-#include "bootstrap.hpp"
+#include "optireduce/engine/bootstrap.hpp"
 
 namespace optireduce::pmpi {
 

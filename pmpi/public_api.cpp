@@ -5,7 +5,7 @@
 
 #include "comm_engines.hpp"
 #include "runtime.hpp"
-#include "stats.hpp"
+#include "optireduce/engine/stats.hpp"
 
 #define OR_STR2(x) #x
 #define OR_STR(x) OR_STR2(x)
@@ -52,7 +52,7 @@ int optireduce_comm_last_call(MPI_Comm comm, optireduce_call_stats* out) {
     out->phase_us[p] = c.phase_us[p];
   }
   out->kind = static_cast<int>(c.kind);
-  out->ok = c.status == CallStatus::ok;
+  out->ok = c.ok() ? 1 : 0;
   out->divergent_calls = state.engine->agreed().divergent_calls;
   out->fallbacks = state.engine->agreed().fallbacks;
   return 0;

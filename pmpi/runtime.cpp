@@ -8,12 +8,12 @@
 #include <fstream>
 #include <mutex>
 
-#include "call_trace.hpp"
+#include "optireduce/engine/call_trace.hpp"
 #include "comm_engines.hpp"
-#include "log.hpp"
+#include "optireduce/engine/log.hpp"
 #include "optireduce/optireduce.h"
-#include "report.hpp"
-#include "stats.hpp"
+#include "optireduce/engine/report.hpp"
+#include "optireduce/engine/stats.hpp"
 
 namespace optireduce::pmpi {
 namespace {

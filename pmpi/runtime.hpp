@@ -4,8 +4,8 @@
 
 #include <mpi.h>
 
-#include "config.hpp"
-#include "engine.hpp"
+#include "optireduce/engine/config.hpp"
+#include "optireduce/engine/engine.hpp"
 
 namespace optireduce::pmpi {
 

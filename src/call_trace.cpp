@@ -1,4 +1,4 @@
-#include "call_trace.hpp"
+#include "optireduce/engine/call_trace.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -27,7 +27,7 @@ void CallTrace::write(int rank, const CallStats& c) {
   char line[320];
   const int n = std::snprintf(line, sizeof line, "%d %llu %llu %s %s %.1f %.1f %.1f %.1f %.1f %llu %llu %d\n", rank,
                               static_cast<unsigned long long>(c.sequence), static_cast<unsigned long long>(c.entries),
-                              to_string(c.kind), to_string(c.status), c.deadline_us[0], c.deadline_us[1],
+                              to_string(c.kind), to_string(c.status.code()), c.deadline_us[0], c.deadline_us[1],
                               c.phase_us[0], c.phase_us[1], c.latency_us,
                               static_cast<unsigned long long>(c.dropped_entries),
                               static_cast<unsigned long long>(c.filled_entries), c.transformed ? 1 : 0);

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "engine.hpp"
+#include "optireduce/engine/call_stats.hpp"
 
 namespace optireduce {
 

@@ -1,49 +1,43 @@
-// Configuration: every OPTIREDUCE_* setting, parsed and validated once (at MPI_Init), from one
-// table of parameters that the parser, optireduce-info and the README share.
+// Configuration: every OPTIREDUCE_* setting, parsed and validated once (at MPI_Init), from the
+// parameter tables of config_tables.cpp (one per component) that the parser, optireduce-info,
+// optireduce-run and the README share.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "log.hpp"
+#include "optireduce/engine/defaults.hpp"
+#include "optireduce/engine/engine_options.hpp"
+#include "optireduce/engine/log.hpp"
 
 namespace optireduce {
 
 enum class Mode { bounded, reliable, off };
-enum class TransportKind { ucx, ofi };
-
 const char* to_string(Mode mode);
-const char* to_string(TransportKind kind);
-const char* to_string(LogLevel level);
 
 struct Config {
   Mode mode = Mode::bounded;
   TransportKind transport = TransportKind::ucx;
-  std::uint64_t min_bytes = 1u << 20;
-  std::uint64_t chunk_bytes = 256u << 10;
-  std::uint64_t timeout_ms = 60000;
+  std::uint64_t min_bytes = defaults::kMinBytes;
+  std::uint64_t chunk_bytes = defaults::kChunkBytes;
+  std::uint64_t timeout_ms = defaults::kTimeoutMs;
+  std::uint64_t watchdog_ms = defaults::kWatchdogMs;
   std::string report_path;  // empty: no report
   std::string trace_path;   // empty: no trace
   LogLevel log_level = LogLevel::warn;
-  double loss_budget = 0.10;
+  double loss_budget = defaults::kLossBudget;
   bool fill_local = false;  // all-gather chunks that never arrived: false = zero, true = local
   bool agree_fill = true;   // ranks exchange their missing chunks and fill the union alike
-  unsigned calibration_calls = 20;
-  int hadamard = 2;               // 0 off, 1 on, 2 auto
-  unsigned hadamard_block_log2 = 12;
-  int hadamard_overlap = 2;       // 0 off, 1 on, 2 auto (on when a core is free for it)
-  double fault_drop = 0;
-  int fault_delay_rank = -1;
-  double fault_delay_ms = 0;
-  double fault_delay_probability = 0;
-  std::uint64_t fault_seed = 1;
-  std::string ofi_provider;      // empty: the first datagram provider libfabric offers
-  std::string ofi_iface;         // empty: loopback for a one-host job, else the first other interface
-  double rate_bits_per_s = 0;    // datagram pacing; 0: derived
-  unsigned fec_group = 0;        // datagrams per parity datagram; 0: no forward error correction
+  unsigned calibration_calls = defaults::kCalibrationCalls;
+  HadamardMode hadamard = HadamardMode::automatic;
+  unsigned hadamard_block_log2 = defaults::kHadamardBlockLog2;
+  int hadamard_overlap = 2;  // 0 off, 1 on, 2 auto (on when a core is free for it)
+  FaultOptions faults;
+  TransportSettings transports;
 
   // Where each value came from: "default" or "environment", by variable name.
   std::map<std::string, std::string> source;
@@ -52,14 +46,29 @@ struct Config {
   std::string agreement_text() const;
 };
 
+// What the engine of a communicator is told (overlap: decided by the caller for its host).
+EngineOptions engine_options(const Config& config, bool hadamard_overlap);
+
 struct ParameterInfo {
-  const char* name;
-  const char* default_text;
-  const char* accepted;
-  const char* description;
+  std::string name;
+  std::string default_text;
+  std::string accepted;
+  std::string description;
 };
 
-// The table, in documentation order.
+// Applies a value; false when it is not accepted.
+using ApplyParameter = std::function<bool(Config&, const std::string&)>;
+struct Parameter {
+  ParameterInfo info;
+  ApplyParameter apply;
+};
+
+// The tables of config_tables.cpp, one per component, in documentation order.
+const std::vector<Parameter>& engine_parameters();
+const std::vector<Parameter>& transport_parameters();
+const std::vector<Parameter>& output_parameters();
+
+// All of them, in documentation order.
 const std::vector<ParameterInfo>& parameters();
 
 struct ConfigResult {
@@ -79,9 +88,15 @@ Environment process_environment();
 
 // Parses "123", "64K", "16M", "1G" (binary units). False on anything else or overflow.
 bool parse_byte_count(const std::string& text, std::uint64_t& out);
+// "1M" for 1 << 20: the shortest form parse_byte_count reads back.
+std::string byte_count_text(std::uint64_t bytes);
 
 // Parses a link rate in bits per second as tc writes it: "800M", "10G", "2.5G", "500k" (decimal
 // units). False on anything else, zero, or more than 10 Tbit/s.
 bool parse_bit_rate(const std::string& text, double& bits_per_s);
+
+// Helpers the tables are written with.
+bool parse_plain_integer(const std::string& v, std::uint64_t& out);
+bool parse_plain_number(const std::string& v, double& out);
 
 }  // namespace optireduce

@@ -1,9 +1,11 @@
-#include "deadline_controller.hpp"
+#include "optireduce/engine/deadline_controller.hpp"
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
+#include <cstring>
 
-#include "stats.hpp"
+#include "optireduce/engine/stats.hpp"
 
 namespace optireduce {
 
@@ -14,7 +16,7 @@ bool DeadlineController::calibrating(unsigned cls) const {
   return it == classes_.end() || !it->second.calibrated;
 }
 
-bool DeadlineController::record_calibration(unsigned cls, const std::array<double, kTarPhases>& phase_us) {
+bool DeadlineController::record_calibration(unsigned cls, const PhaseTimes& phase_us) {
   ClassState& s = classes_[cls];
   for (std::size_t p = 0; p < kTarPhases; ++p) s.calibration[p].push_back(phase_us[p]);
   // A recalibration needs fewer calls than the first calibration: the engine is warm.
@@ -29,13 +31,31 @@ bool DeadlineController::record_calibration(unsigned cls, const std::array<doubl
   return true;
 }
 
-void DeadlineController::set_bounds(unsigned cls, const std::array<double, kTarPhases>& bound_us) {
-  auto it = classes_.find(cls);
-  if (it == classes_.end() || !it->second.calibrated) return;
-  for (std::size_t p = 0; p < kTarPhases; ++p) it->second.bound[p] = std::min(options_.cap_us, bound_us[p]);
+std::vector<std::byte> DeadlineController::bounds_blob(unsigned cls) const {
+  const PhaseTimes mine{bound_us(cls, TarPhase::scatter), bound_us(cls, TarPhase::gather)};
+  std::vector<std::byte> blob(sizeof mine);
+  std::memcpy(blob.data(), mine.data(), sizeof mine);
+  return blob;
 }
 
-void DeadlineController::record_estimate(unsigned cls, const std::array<double, kTarPhases>& estimate_us) {
+void DeadlineController::agree_bounds(unsigned cls, const std::vector<std::vector<std::byte>>& blobs) {
+  auto it = classes_.find(cls);
+  if (it == classes_.end() || !it->second.calibrated) return;
+  // Each rank's calibration saw other phase times (who waited for whom differs); the most
+  // impatient rank would give up on data the others are still sending, and with the fill
+  // agreed its loss would become everybody's. One bound for all: the largest.
+  PhaseTimes agreed = it->second.bound;
+  for (const auto& blob : blobs) {
+    PhaseTimes theirs{};
+    if (blob.size() != sizeof theirs) continue;
+    std::memcpy(theirs.data(), blob.data(), sizeof theirs);
+    for (std::size_t p = 0; p < kTarPhases; ++p)
+      if (std::isfinite(theirs[p])) agreed[p] = std::max(agreed[p], theirs[p]);
+  }
+  for (std::size_t p = 0; p < kTarPhases; ++p) it->second.bound[p] = std::min(options_.cap_us, agreed[p]);
+}
+
+void DeadlineController::record_estimate(unsigned cls, const PhaseTimes& estimate_us) {
   auto it = classes_.find(cls);
   if (it == classes_.end() || !it->second.calibrated) return;
   for (std::size_t p = 0; p < kTarPhases; ++p) {
@@ -46,7 +66,7 @@ void DeadlineController::record_estimate(unsigned cls, const std::array<double, 
   }
 }
 
-PhaseDeadlines DeadlineController::deadlines(unsigned cls) const {
+PhaseDeadlines DeadlineController::bounded_budget(unsigned cls) const {
   PhaseDeadlines d;
   auto it = classes_.find(cls);
   if (it == classes_.end() || !it->second.calibrated) {
@@ -61,12 +81,57 @@ PhaseDeadlines DeadlineController::deadlines(unsigned cls) const {
     const double ceiling = std::min(options_.cap_us, options_.ceiling_factor * s.bound[p]);
     d.us[p] = std::clamp(options_.margin * estimate, std::min(options_.floor_fraction * s.bound[p], ceiling), ceiling);
   }
+  d.us[1] = std::max(d.us[1], 0.5 * d.us[0]);
   return d;
 }
 
 double DeadlineController::bound_us(unsigned cls, TarPhase phase) const {
   auto it = classes_.find(cls);
   return it == classes_.end() || !it->second.calibrated ? 0.0 : it->second.bound[static_cast<std::size_t>(phase)];
+}
+
+double DeadlineController::probe_budget_us(unsigned cls, double exact_us) {
+  double& fastest = classes_[cls].fastest_exact_us;
+  fastest = fastest > 0 ? std::min(fastest, exact_us) : exact_us;
+  return std::min(options_.cap_us, kProbeBudgetFactor * fastest);
+}
+
+double DeadlineController::pace_bytes_per_s(double bytes, double exact_us) {
+  if (exact_us > 0) pace_bytes_per_s_ = std::max(pace_bytes_per_s_, kPaceHeadroom * bytes / (exact_us * 1e-6));
+  return pace_bytes_per_s_;
+}
+
+double DeadlineController::needed_us(double phase_us, double fraction, Clock::time_point from, Clock::time_point last) {
+  if (fraction >= 1.0) return phase_us;
+  const double paced = std::chrono::duration<double, std::micro>(last - from).count();
+  return fraction > 0.0 && paced > 0.0 ? paced / fraction : 0.0;
+}
+
+void PhaseStamps::reset(int ranks) {
+  ranks_ = ranks;
+  for (auto& s : stamps_) s.clear();
+  seen_.assign(kTarPhases * static_cast<std::size_t>(ranks), 0);
+}
+
+void PhaseStamps::note(std::uint32_t source, float scatter_stamp, float gather_stamp) {
+  const float values[kTarPhases] = {scatter_stamp, gather_stamp};
+  for (std::size_t p = 0; p < kTarPhases; ++p) {
+    auto& seen = seen_[p * static_cast<std::size_t>(ranks_) + source];
+    if (seen || !(values[p] > 0)) continue;
+    seen = 1;
+    stamps_[p].push_back(values[p]);
+  }
+}
+
+PhaseTimes PhaseStamps::medians() const {
+  PhaseTimes out{};
+  for (std::size_t p = 0; p < kTarPhases; ++p) {
+    if (stamps_[p].empty()) continue;
+    std::vector<float> v = stamps_[p];
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    out[p] = v[v.size() / 2];
+  }
+  return out;
 }
 
 }  // namespace optireduce

@@ -1,12 +1,15 @@
-// Deadlines of bounded calls, per size class (power-of-two byte ranges).
+// Every deadline rule of bounded calls, per size class (power-of-two byte ranges).
 //
 // Calibration: the first calls of a size class run exactly; their phase times give the bound tB
-// (95th percentile). After that every rank stamps into its messages how long it estimates it
-// would have needed to receive everything (elapsed / fraction received); the median of the stamps
-// a rank saw in a call is that call's network estimate. The deadline follows the median of the
-// recent estimates, times a margin: it shrinks when the network is quiet and grows when it is
-// busy; a single spike does not move it (that is the tail we refuse to wait for), a lasting step
-// does after a few calls. It never exceeds the hard cap and never drops below a floor tied to tB.
+// (95th percentile), and the ranks take the largest of their bounds so all wait alike. After
+// that every rank stamps into its messages how long it estimates it would have needed to
+// receive everything (elapsed / fraction received); the median of the stamps a rank saw in a
+// call is that call's network estimate. The deadline follows the median of the recent
+// estimates, times a margin: it shrinks when the network is quiet and grows when it is busy; a
+// single spike does not move it (that is the tail we refuse to wait for), a lasting step does
+// after a few calls. It never exceeds the hard cap and never drops below a floor tied to tB.
+// The rules that shape one call (grace after the last slices, the all-gather floor, how long a
+// probe or the end-of-call agreement may take) are here too.
 #pragma once
 
 #include <array>
@@ -14,12 +17,16 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <span>
 #include <vector>
+
+#include "optireduce/transport.hpp"
 
 namespace optireduce {
 
 enum class TarPhase { scatter = 0, gather = 1 };
 constexpr std::size_t kTarPhases = 2;
+using PhaseTimes = std::array<double, kTarPhases>;  // microseconds per phase
 
 struct DeadlineOptions {
   unsigned calibration_calls = 20;
@@ -35,7 +42,7 @@ struct DeadlineOptions {
 };
 
 struct PhaseDeadlines {
-  std::array<double, kTarPhases> us{};  // budget of each phase, microseconds
+  PhaseTimes us{};  // budget of each phase, microseconds
 };
 
 // Size class of a call: floor(log2(bytes)), so 1 MiB and 1.9 MiB share one.
@@ -49,27 +56,78 @@ class DeadlineController {
   bool calibrating(unsigned size_class) const;
   // Phase times of an exact call: calibration, or (once calibrated) recalibration from the exact
   // calls that follow a loss-budget fallback. True when this call completed a (re)calibration:
-  // the bounds are new, and the caller may agree them with the other ranks (set_bounds).
-  bool record_calibration(unsigned size_class, const std::array<double, kTarPhases>& phase_us);
-  // Replaces the calibrated bounds tB of a class (the ones every rank agreed on; capped).
-  void set_bounds(unsigned size_class, const std::array<double, kTarPhases>& bound_us);
+  // the bounds are new, and the caller agrees them with the other ranks (agree_bounds).
+  bool record_calibration(unsigned size_class, const PhaseTimes& phase_us);
+  // This rank's bounds, encoded for the exchange with the other ranks.
+  std::vector<std::byte> bounds_blob(unsigned size_class) const;
+  // Every rank's blob (indexed by rank): the largest bound of each phase becomes everybody's.
+  void agree_bounds(unsigned size_class, const std::vector<std::vector<std::byte>>& blobs);
 
   // Feed the median of the stamps this rank saw in a bounded call, per phase (0: none seen).
-  void record_estimate(unsigned size_class, const std::array<double, kTarPhases>& estimate_us);
+  void record_estimate(unsigned size_class, const PhaseTimes& estimate_us);
 
-  PhaseDeadlines deadlines(unsigned size_class) const;
+  // The deadlines of a bounded call of this class. The all-gather moves as much data as the
+  // scatter-reduce; it usually looks short only because it overlaps it, so it gets at least
+  // half the scatter budget.
+  PhaseDeadlines bounded_budget(unsigned size_class) const;
   // The calibrated bound tB of a phase (0 while calibrating).
   double bound_us(unsigned size_class, TarPhase phase) const;
+  double cap_us() const { return options_.cap_us; }
+
+  // Once every sender's last slice of a phase is in, the phase waits at most this for
+  // stragglers still in flight (datagrams can arrive out of order), then closes.
+  static double grace_us(double phase_budget_us) { return kGraceShare * phase_budget_us; }
+  // How long a bounded call waits for the other ranks' lists of missing chunks. A peer still
+  // waiting out its own all-gather deadline sends its list up to a whole budget after this
+  // rank's phase ended; giving up earlier leaves replicas different.
+  static double agreement_wait_us(double gather_budget_us) { return std::max(kAgreeMinUs, gather_budget_us); }
+  // A timing run of the datagram path beside an exact call (calibration over a transport that
+  // may lose data) may take this long: a multiple of the fastest exact call of the class, so
+  // the first call's connection set-up cannot stretch it.
+  double probe_budget_us(unsigned size_class, double exact_us);
+  // Datagrams still queued before an exact call are pushed out for at most this long.
+  static double drain_before_exact_us() { return kDrainBeforeExactUs; }
+  // The pace of datagrams: the rate at which the exact path moved `bytes` of this rank's sends
+  // in `exact_us`, with headroom; never lower than what was suggested before.
+  double pace_bytes_per_s(double bytes, double exact_us);
+
+  // What a phase teaches the deadlines: the time it would have needed for everything, from the
+  // pace at which data actually came (until the last arrival, not until the deadline: data that
+  // was lost, rather than slow, must not stretch the estimate, or deadlines would feed on
+  // themselves). 0: no estimate (nothing came); the loss budget answers such a network.
+  static double needed_us(double phase_us, double fraction, Clock::time_point from, Clock::time_point last);
 
  private:
+  static constexpr double kGraceShare = 0.05;
+  static constexpr double kAgreeMinUs = 500;
+  static constexpr double kProbeBudgetFactor = 4.0;
+  static constexpr double kDrainBeforeExactUs = 20000;
+  static constexpr double kPaceHeadroom = 2.0;
+
   struct ClassState {
     std::array<std::vector<double>, kTarPhases> calibration;
-    std::array<double, kTarPhases> bound{};  // tB per phase
+    PhaseTimes bound{};  // tB per phase
     std::array<std::deque<double>, kTarPhases> recent;
     bool calibrated = false;
+    double fastest_exact_us = 0;
   };
   DeadlineOptions options_;
   std::map<unsigned, ClassState> classes_;
+  double pace_bytes_per_s_ = 0;
+};
+
+// The stamps of one call: the first of each sender per phase (a chatty sender does not
+// outvote the others); their median is the call's network estimate.
+class PhaseStamps {
+ public:
+  void reset(int ranks);
+  void note(std::uint32_t source, float scatter_stamp, float gather_stamp);
+  PhaseTimes medians() const;
+
+ private:
+  int ranks_ = 0;
+  std::array<std::vector<float>, kTarPhases> stamps_;
+  std::vector<std::uint8_t> seen_;  // [phase][source]
 };
 
 }  // namespace optireduce

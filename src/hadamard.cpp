@@ -1,10 +1,10 @@
-#include "hadamard.hpp"
+#include "optireduce/engine/hadamard.hpp"
 
 #include <bit>
 #include <cmath>
 #include <vector>
 
-#include "hadamard_kernels.hpp"
+#include "optireduce/engine/hadamard_kernels.hpp"
 
 namespace optireduce {
 

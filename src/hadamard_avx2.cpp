@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "hadamard_kernels.hpp"
+#include "optireduce/engine/hadamard_kernels.hpp"
 
 namespace optireduce::hadamard_detail {
 namespace {
@@ -96,6 +96,6 @@ OR_INLINE Row in_row_fwht(Row r) {
 }  // namespace
 }  // namespace optireduce::hadamard_detail
 
-#include "hadamard_simd.hpp"
+#include "optireduce/engine/hadamard_simd.hpp"
 
 OR_HADAMARD_SIMD_KERNELS(avx2_kernels)

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "hadamard_kernels.hpp"
+#include "optireduce/engine/hadamard_kernels.hpp"
 
 // GCC 12 flags the _mm512_undefined_ps() inside its own shuffle intrinsics (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -79,6 +79,6 @@ OR_INLINE Row in_row_fwht(Row r) {
 }  // namespace
 }  // namespace optireduce::hadamard_detail
 
-#include "hadamard_simd.hpp"
+#include "optireduce/engine/hadamard_simd.hpp"
 
 OR_HADAMARD_SIMD_KERNELS(avx512_kernels)

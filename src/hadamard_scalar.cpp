@@ -1,5 +1,5 @@
 // The transform's kernels built for the scalar level (flags in CMakeLists.txt): the reference.
-#include "hadamard_kernels.hpp"
+#include "optireduce/engine/hadamard_kernels.hpp"
 
 namespace optireduce::hadamard_detail {
 

@@ -28,7 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "hadamard_kernels.hpp"
+#include "optireduce/engine/hadamard_kernels.hpp"
 
 namespace optireduce::hadamard_detail {
 namespace {

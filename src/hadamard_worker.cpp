@@ -1,4 +1,4 @@
-#include "hadamard_worker.hpp"
+#include "optireduce/engine/hadamard_worker.hpp"
 
 namespace optireduce {
 

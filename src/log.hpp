@@ -1,23 +1,14 @@
-// Leveled logging to stderr (never stdout: the library lives inside other people's jobs).
+// The library's side of logging: where its lines (and its modules' lines) go, at which level,
+// with which rank. OR_LOG itself is in optireduce/log.hpp.
 #pragma once
 
-#include <cstdarg>
+#include "optireduce/log.hpp"
 
 namespace optireduce {
 
-enum class LogLevel { error = 0, warn = 1, info = 2, debug = 3 };
-
+const char* to_string(LogLevel level);
 void set_log_level(LogLevel level);
-LogLevel log_level();
-// Rank shown in every line; -1 before it is known.
+// Rank shown in every line; -1 before it is known. Also installs the line writer.
 void set_log_rank(int rank);
-bool log_enabled(LogLevel level);
-void log_message(LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
 }  // namespace optireduce
-
-#define OR_LOG(level, ...)                                                        \
-  do {                                                                            \
-    if (::optireduce::log_enabled(::optireduce::LogLevel::level))                  \
-      ::optireduce::log_message(::optireduce::LogLevel::level, __VA_ARGS__);      \
-  } while (0)

@@ -1,4 +1,4 @@
-#include "report.hpp"
+#include "optireduce/engine/report.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -77,7 +77,7 @@ std::string render_report(const Config& config, const std::vector<std::string>& 
     << ", \"chunk_bytes\": " << config.chunk_bytes << ", \"timeout_ms\": " << config.timeout_ms
     << ", \"loss_budget\": " << number(config.loss_budget) << ", \"agree_fill\": " << (config.agree_fill ? "true" : "false") << ", \"fill\": \"" << (config.fill_local ? "local" : "zero")
     << "\", \"calibration_calls\": " << config.calibration_calls
-    << ", \"hadamard\": \"" << (config.hadamard == 0 ? "off" : config.hadamard == 1 ? "on" : "auto") << "\"" << ", \"fault_drop\": " << number(config.fault_drop)
+    << ", \"hadamard\": \"" << (config.hadamard == HadamardMode::off ? "off" : config.hadamard == HadamardMode::on ? "on" : "auto") << "\"" << ", \"fault_drop\": " << number(config.faults.drop)
     << "},\n  \"ranks\": [\n";
   for (std::size_t i = 0; i < rank_objects.size(); ++i)
     o << "    " << rank_objects[i] << (i + 1 < rank_objects.size() ? ",\n" : "\n");

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
-#include "stats.hpp"
-#include "topology.hpp"
+#include "optireduce/engine/config.hpp"
+#include "optireduce/engine/stats.hpp"
+#include "optireduce/engine/topology.hpp"
 
 namespace optireduce {
 

@@ -1,4 +1,4 @@
-#include "stats.hpp"
+#include "optireduce/engine/stats.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,18 +1,12 @@
-#include "tar_schedule.hpp"
+#include "optireduce/engine/tar_schedule.hpp"
 
 namespace optireduce {
 
-std::vector<ScheduledSend> scatter_schedule(const ShardLayout& layout, int rank, std::uint32_t last_slices) {
-  std::vector<ScheduledSend> sends;
-  const int n = layout.ranks();
-  for (std::uint32_t c = 0; c < layout.max_chunks(); ++c) {
-    for (int k = 1; k < n; ++k) {
-      const int peer = rotation_peer(rank, n, k);
-      const std::uint32_t chunks = layout.chunks_in_shard(peer);
-      if (c < chunks) sends.push_back({peer, c, c + last_slices >= chunks});
-    }
-  }
-  return sends;
+std::vector<int> shard_send_order(int rank, int ranks) {
+  std::vector<int> order;
+  for (int k = 1; k < ranks; ++k) order.push_back(rotation_peer(rank, ranks, k));
+  order.push_back(rank);
+  return order;
 }
 
 }  // namespace optireduce

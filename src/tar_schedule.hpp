@@ -6,14 +6,14 @@
 #include <cstdint>
 #include <vector>
 
-#include "shard_layout.hpp"
+#include "optireduce/engine/shard_layout.hpp"
 
 namespace optireduce {
 
 struct ScheduledSend {
   int peer;
-  std::uint32_t chunk;  // chunk of the destination's shard (scatter) or of the own shard (gather)
-  bool last_slice;      // one of the last `last_slices` messages of this phase from this rank to this peer
+  std::uint32_t chunk;  // chunk of the destination's shard
+  bool last_slice;      // one of the last `last_slices` messages of this phase to this peer
 };
 
 // How many of the final messages of a phase carry the "last slice" flag: a receiver starts its
@@ -23,11 +23,22 @@ struct ScheduledSend {
 constexpr std::uint32_t kLastSlicesInOrder = 1;
 constexpr std::uint32_t kLastSlicesDatagrams = 3;
 
-// Every scatter-reduce send of `rank`, in order.
-std::vector<ScheduledSend> scatter_schedule(const ShardLayout& layout, int rank,
-                                            std::uint32_t last_slices = kLastSlicesInOrder);
-
 // Peers in the rotation r+1, r+2, ..., r-1.
 inline int rotation_peer(int rank, int ranks, int k) { return (rank + k) % ranks; }
+
+// Calls visit(send) for every scatter-reduce send of `rank`, in order; stops when it returns false.
+template <typename Visit>
+void for_each_scatter_send(const ShardLayout& layout, int rank, std::uint32_t last_slices, Visit&& visit) {
+  const int n = layout.ranks();
+  for (std::uint32_t c = 0; c < layout.max_chunks(); ++c)
+    for (int k = 1; k < n; ++k) {
+      const int peer = rotation_peer(rank, n, k);
+      const std::uint32_t chunks = layout.chunks_in_shard(peer);
+      if (c < chunks && !visit(ScheduledSend{peer, c, c + last_slices >= chunks})) return;
+    }
+}
+
+// The shards in the order a rank's sends first need them: the peers in rotation, the own last.
+std::vector<int> shard_send_order(int rank, int ranks);
 
 }  // namespace optireduce

@@ -1,42 +1,70 @@
-#include "topology.hpp"
+#include "optireduce/engine/topology.hpp"
 
-#include <hwloc.h>
+#include <dirent.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <utility>
 
 namespace optireduce {
+namespace {
+
+constexpr const char* kCpus = "/sys/devices/system/cpu";
+constexpr const char* kNodes = "/sys/devices/system/node";
+
+// Numbers n of the entries "<prefix><n>" of a sysfs folder.
+std::set<int> numbered_entries(const char* dir, const char* prefix) {
+  std::set<int> out;
+  if (DIR* d = opendir(dir)) {
+    const std::size_t n = std::strlen(prefix);
+    while (dirent* e = readdir(d)) {
+      if (std::strncmp(e->d_name, prefix, n) != 0 || e->d_name[n] < '0' || e->d_name[n] > '9') continue;
+      out.insert(std::atoi(e->d_name + n));
+    }
+    closedir(d);
+  }
+  return out;
+}
+
+int read_int(const std::string& path) {
+  int v = -1;
+  std::ifstream(path) >> v;
+  return v;
+}
+
+}  // namespace
 
 TopologySummary read_topology() {
   TopologySummary s;
-  hwloc_topology_t topo;
-  if (hwloc_topology_init(&topo) != 0) {
-    s.error = "hwloc_topology_init failed";
+  const auto cpus = numbered_entries(kCpus, "cpu");
+  std::set<int> packages;
+  std::set<std::pair<int, int>> cores;
+  for (int cpu : cpus) {
+    const std::string base = std::string(kCpus) + "/cpu" + std::to_string(cpu) + "/topology/";
+    const int package = read_int(base + "physical_package_id");
+    const int core = read_int(base + "core_id");
+    if (package < 0 || core < 0) continue;
+    ++s.hardware_threads;
+    packages.insert(package);
+    cores.insert({package, core});
+  }
+  if (s.hardware_threads == 0) {
+    s.error = std::string("no CPU topology under ") + kCpus;
     return s;
   }
-  if (hwloc_topology_load(topo) != 0) {
-    hwloc_topology_destroy(topo);
-    s.error = "hwloc_topology_load failed";
-    return s;
-  }
-  s.packages = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE);
-  s.cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
-  s.hardware_threads = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
-  s.numa_nodes = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
-  hwloc_bitmap_t where = hwloc_bitmap_alloc();
-  if (where && hwloc_get_last_cpu_location(topo, where, HWLOC_CPUBIND_THREAD) == 0) {
-    s.cpu_of_thread = hwloc_bitmap_first(where);
-    if (hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(topo, static_cast<unsigned>(s.cpu_of_thread))) {
-      for (hwloc_obj_t obj = pu; obj; obj = obj->parent) {
-        if (obj->memory_arity > 0) {
-          // The first ancestor with memory children holds this PU's local NUMA node.
-          hwloc_obj_t numa = obj->memory_first_child;
-          while (numa && numa->type != HWLOC_OBJ_NUMANODE) numa = numa->memory_first_child;
-          if (numa) s.numa_node_of_thread = static_cast<int>(numa->os_index);
-          break;
-        }
-      }
-    }
-  }
-  if (where) hwloc_bitmap_free(where);
-  hwloc_topology_destroy(topo);
+  s.packages = static_cast<int>(packages.size());
+  s.cores = static_cast<int>(cores.size());
+  const auto nodes = numbered_entries(kNodes, "node");
+  s.numa_nodes = nodes.empty() ? 1 : static_cast<int>(nodes.size());
+  s.cpu_of_thread = sched_getcpu();
+  for (int node : nodes)
+    if (s.cpu_of_thread >= 0 &&
+        access((std::string(kNodes) + "/node" + std::to_string(node) + "/cpu" + std::to_string(s.cpu_of_thread)).c_str(), F_OK) == 0)
+      s.numa_node_of_thread = node;
+  if (nodes.empty()) s.numa_node_of_thread = 0;
   return s;
 }
 

@@ -1,4 +1,4 @@
-// What hwloc says about where this process runs, for the report and optireduce-info.
+// Where this process runs, read from Linux's sysfs, for the report and optireduce-info.
 #pragma once
 
 #include <string>
@@ -12,7 +12,7 @@ struct TopologySummary {
   int numa_nodes = 0;
   int numa_node_of_thread = -1;  // NUMA node of the CPU the calling thread last ran on
   int cpu_of_thread = -1;
-  std::string error;  // set when hwloc could not load the topology
+  std::string error;  // set when sysfs could not be read
 };
 
 TopologySummary read_topology();

@@ -8,11 +8,13 @@
 
 namespace optireduce {
 
-// done: header only; "I have everything I need from you for this call" (lets a sender whose last
-// sends are still queued stop driving them).
-// missing: a piece of the bitmap of all-gather chunks the sender lacks at the end of a bounded
-// call (offset and length count bytes of the bitmap), so every rank fills the same chunks.
-enum class Phase : std::uint8_t { scatter_reduce = 1, all_gather = 2, done = 3, missing = 4 };
+enum class MessageKind : std::uint8_t {
+  scatter_chunk = 1,  // a contribution to the receiver's shard
+  gather_chunk = 2,   // a reduced chunk of the sender's shard
+  peer_done = 3,      // header only: "I have everything I need from you for this call"
+  missing_list = 4,   // a piece of the bitmap of all-gather chunks the sender lacks at the end
+                      // of a bounded call (offset and length count bytes of the bitmap)
+};
 
 struct WireHeader {
   static constexpr std::uint32_t kMagic = 0x5254504fu;  // "OPTR" on the wire
@@ -22,14 +24,14 @@ struct WireHeader {
   // All-gather chunk its owner reduced without every contribution (scaled up): inexact.
   static constexpr std::uint16_t kFlagPartial = 1u << 1;
 
-  Phase phase = Phase::scatter_reduce;
+  MessageKind kind = MessageKind::scatter_chunk;
   std::uint16_t flags = 0;
-  std::uint32_t source = 0;        // sending rank
-  std::uint64_t comm_id = 0;       // identifies job and communicator
-  std::uint64_t epoch = 0;         // call sequence number on this communicator, from 1
-  std::uint64_t total = 0;         // element count of the call
-  std::uint64_t offset = 0;        // first element carried, in the whole buffer
-  std::uint32_t length = 0;        // elements carried
+  std::uint32_t source = 0;   // sending rank
+  std::uint64_t comm_id = 0;  // identifies job and communicator
+  std::uint64_t epoch = 0;    // Transpose AllReduce run on this communicator, from 1
+  std::uint64_t total = 0;    // element count of the call
+  std::uint64_t offset = 0;   // first element carried, in the whole buffer
+  std::uint32_t length = 0;   // elements carried
   // The sender's latest estimate of how long each phase needs to receive everything
   // (elapsed / fraction received), microseconds; 0 when it has none. Drives adaptive deadlines.
   float stamp_scatter = 0.0f;
@@ -39,14 +41,11 @@ struct WireHeader {
   bool partial() const { return flags & kFlagPartial; }
 };
 
-void encode(const WireHeader& h, std::span<std::byte, WireHeader::kEncodedSize> out);
+using EncodedHeader = std::span<std::byte, WireHeader::kEncodedSize>;
+void encode(const WireHeader& h, EncodedHeader out);
 
-enum class DecodeError { none, short_header, bad_magic, bad_version, bad_phase, bad_extent };
-
-// Structural checks only (magic, version, phase, offset + length within total without
-// overflow). Whether the extent is the one the receiver expects is the engine's check.
-DecodeError decode(std::span<const std::byte> in, WireHeader& out);
-
-const char* to_string(DecodeError e);
+// Structural checks only (size, magic, version, kind, offset + length within total without
+// overflow); false when any fails. Whether the message belongs to this call is inbound.hpp's.
+bool decode(std::span<const std::byte> in, WireHeader& out);
 
 }  // namespace optireduce

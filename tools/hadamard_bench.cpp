@@ -9,7 +9,7 @@
 #include <memory>
 #include <new>
 
-#include "hadamard.hpp"
+#include "optireduce/engine/hadamard.hpp"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "cli_errors.hpp"
-#include "config.hpp"
+#include "optireduce/engine/config.hpp"
 #include "optireduce/optireduce.h"
 
 namespace {

@@ -1,6 +1,6 @@
 // optireduce-info: what OptiReduce would run with on this host, in the manner of ucx_info/fi_info:
 // version, effective configuration and where each value came from, the UCX variables in force,
-// the UCX transports and libfabric datagram providers on offer, and the hwloc topology.
+// the UCX transports and libfabric datagram providers on offer, and the CPU topology.
 // No MPI: it reads the same environment MPI_Init would.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "cli_errors.hpp"
-#include "config.hpp"
+#include "optireduce/engine/config.hpp"
 #include "fabric_providers.hpp"
 #include "optireduce/optireduce.h"
-#include "report.hpp"
-#include "topology.hpp"
-#include "ucx_transport.hpp"
+#include "optireduce/engine/report.hpp"
+#include "optireduce/engine/topology.hpp"
+#include "optireduce/engine/transport_loader.hpp"
 
 extern char** environ;
 
@@ -165,7 +165,9 @@ int main(int argc, char** argv) {
                  std::to_string(OPTIREDUCE_VERSION_PATCH);
   info.settings = effective_settings(env, parsed.config);
   info.ucx_variables = ucx_variables();
-  info.ucx_transports = optireduce::ucx_available_transports();
+  optireduce::Status loaded;
+  if (const auto* ucx = optireduce::load_transport_module("ucx", loaded); ucx && ucx->describe_host)
+    info.ucx_transports = ucx->describe_host(parsed.config.transports);
   info.fabric = optireduce::tools::datagram_providers();
   info.topology = optireduce::read_topology();
   if (json)

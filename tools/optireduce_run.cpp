@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "cli_errors.hpp"
-#include "config.hpp"
+#include "optireduce/engine/config.hpp"
 
 #ifndef OPTIREDUCE_BIN_TO_LIB
 #define OPTIREDUCE_BIN_TO_LIB "../lib"
@@ -285,7 +285,7 @@ CLI::Validator setting_validator(const std::string& variable) {
 
 std::string accepted_text(const char* variable) {
   for (const auto& p : optireduce::parameters())
-    if (std::strcmp(variable, p.name) == 0) return p.accepted;
+    if (p.name == variable) return p.accepted;
   return {};
 }
 

@@ -1,4 +1,4 @@
-#include "ucx_transport.hpp"
+#include "optireduce/ucx/ucx_transport.hpp"
 
 #include <poll.h>
 #include <sched.h>
@@ -12,14 +12,14 @@
 #include <regex>
 #include <set>
 
-#include "log.hpp"
+#include "optireduce/log.hpp"
+#include "optireduce/ucx/ucx_context.hpp"
 
-namespace optireduce {
+namespace optireduce::ucx {
 namespace {
 
 constexpr unsigned kDataAmId = 0x4f52;   // engine messages
 constexpr unsigned kHelloAmId = 0x4f53;  // connection handshake
-constexpr const char* kEnvPrefix = "OPTIREDUCE";
 // Spin on progress this long before blocking on the event fd: a message in flight usually lands
 // within it, and blocking costs a system call and a wake-up.
 constexpr auto kSpinBeforeBlock = std::chrono::microseconds(50);
@@ -27,47 +27,33 @@ constexpr auto kSpinBeforeBlock = std::chrono::microseconds(50);
 constexpr auto kFetchTimeout = std::chrono::seconds(10);
 // Longest single block, so transports without wake-up events still get progressed.
 constexpr int kMaxBlockMs = 5;
-
-// UCX's TCP transport cuts every message into 8 KiB segments and reassembles them in a buffer of
-// its own; with 4 ranks on 2 cores that costs 1.7x Open MPI's TCP at 16 MiB (bounded: deadlines
-// expire for CPU, 1.5 % dropped on a clean loopback). One segment per chunk: 1.25x and 0.02 %.
-// Set through the engine's own UCX config, so a job's own UCX is untouched: ucp_config_modify keeps
-// keys it does not know and applies them, relative to each transport's table ("TX_SEG_SIZE", not
-// "TCP_TX_SEG_SIZE"; only tcp has these two), to the interfaces it opens. A user's setting wins.
-constexpr std::size_t kSegmentOverhead = 8u << 10;    // UCX's AM and TCP headers
-constexpr std::size_t kLargestSegment = 1u << 20;     // above this UCX's receive buffers cost too much
-void size_tcp_segments(ucp_config_t* config, std::size_t chunk_bytes) {
-  const std::string bytes = std::to_string(std::min(chunk_bytes, kLargestSegment) + kSegmentOverhead);
-  for (const char* key : {"TX_SEG_SIZE", "RX_SEG_SIZE"}) {
-    const std::string plain = std::string("UCX_TCP_") + key, prefixed = std::string(kEnvPrefix) + "_" + plain;
-    if (std::getenv(plain.c_str()) || std::getenv(prefixed.c_str())) continue;
-    if (ucp_config_modify(config, key, bytes.c_str()) != UCS_OK) OR_LOG(debug, "UCX refused %s=%s", key, bytes.c_str());
-  }
-}
+// Closing waits at most this for the sends of the last bounded calls to drain.
+constexpr auto kCloseTimeout = std::chrono::seconds(2);
 
 class UcxTransport final : public Transport {
  public:
   ~UcxTransport() override;
 
-  bool start(const UcxOptions& options, std::string& error);
+  Status start(const UcxSettings& settings);
   std::vector<std::byte> local_address() const override { return address_; }
-  TransportStatus connect(int self_rank, const std::vector<std::vector<std::byte>>& peers,
-                          Clock::time_point deadline) override;
-  TransportStatus send(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) override;
+  Status connect(int self_rank, const std::vector<std::vector<std::byte>>& peers, Clock::time_point deadline) override;
+  Status send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) override;
   std::size_t sends_in_flight(int peer) const override { return in_flight_.at(peer); }
-  TransportStatus poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override;
-  std::size_t max_message_bytes() const override { return std::size_t{1} << 30; }
-  bool reliable() const override { return true; }
+  Status poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override;
+  TransportTraits traits() const override { return {true, true, false, std::size_t{1} << 30}; }
   std::string describe() const override { return description_; }
+  TransportCounters counters() const override { return counters_; }
 
  private:
   struct Arrived {
+    int source = -1;
     std::vector<std::byte> header;
     void* ucx_data = nullptr;      // persistent UCX data or rendezvous descriptor
     bool rendezvous = false;       // payload still at the sender: fetch it into its destination
     bool fetched = false;
     std::vector<std::byte> copy;   // used when UCX could not keep the data for us
     std::size_t length = 0;
+    Clock::time_point arrived;
   };
   struct SendContext {
     UcxTransport* self;
@@ -81,13 +67,17 @@ class UcxTransport final : public Transport {
   static void on_send_done(void* request, ucs_status_t status, void* user_data);
   static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
 
-  TransportStatus post(int peer, unsigned am_id, std::span<const std::byte> header, std::span<const std::byte> payload);
-  bool receive_payload(Arrived& a, std::span<std::byte> dst);
+  int rank_of(ucp_ep_h ep) const;
+  Status post(int peer, unsigned am_id, std::span<const std::byte> header, std::span<const std::byte> payload);
+  void deliver(Arrived& a, const std::function<void(const InboundMessage&)>& on_message);
+  bool fetch(Arrived& a, std::span<std::byte> dst);
   void progress_all();
   void wait_for_events(Clock::time_point deadline);
+  bool handshake_done(int self_rank) const;
   std::string chosen_transports() const;
+  void close();
 
-  ucp_context_h context_ = nullptr;
+  std::shared_ptr<SharedContext> context_;
   ucp_worker_h worker_ = nullptr;
   int event_fd_ = -1;
   std::vector<std::byte> address_;
@@ -99,68 +89,52 @@ class UcxTransport final : public Transport {
   bool failed_ = false;
   std::int32_t hello_header_ = -1;  // read by UCX until the hello sends complete
   std::string description_ = "ucx (not connected)";
+  TransportCounters counters_;
 };
 
-UcxTransport::~UcxTransport() {
-  if (worker_) {
-    // Flush what we sent, bounded, then close without a handshake that could wait on a dead peer.
-    const auto deadline = Clock::now() + std::chrono::seconds(2);
-    ucp_request_param_t param{};
-    void* flush = ucp_worker_flush_nbx(worker_, &param);
-    if (UCS_PTR_IS_PTR(flush)) {
-      while (ucp_request_check_status(flush) == UCS_INPROGRESS && Clock::now() < deadline) ucp_worker_progress(worker_);
-      ucp_request_free(flush);
-    }
-    std::vector<void*> closing;
-    for (ucp_ep_h ep : endpoints_) {
-      if (!ep) continue;
-      ucp_request_param_t close_param{};
-      close_param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-      close_param.flags = UCP_EP_CLOSE_FLAG_FORCE;
-      void* req = ucp_ep_close_nbx(ep, &close_param);
-      if (UCS_PTR_IS_PTR(req)) closing.push_back(req);
-    }
-    for (void* req : closing) {
-      while (ucp_request_check_status(req) == UCS_INPROGRESS && Clock::now() < deadline) ucp_worker_progress(worker_);
-      ucp_request_free(req);
-    }
-    for (auto& a : inbox_)
-      if (a.ucx_data) ucp_am_data_release(worker_, a.ucx_data);
-    inbox_.clear();
-    ucp_worker_destroy(worker_);
+UcxTransport::~UcxTransport() { close(); }
+
+void UcxTransport::close() {
+  if (!worker_) return;
+  // Flush what we sent, bounded, then close without a handshake that could wait on a dead peer.
+  const auto deadline = Clock::now() + kCloseTimeout;
+  ucp_request_param_t param{};
+  void* flush = ucp_worker_flush_nbx(worker_, &param);
+  if (UCS_PTR_IS_PTR(flush)) {
+    while (ucp_request_check_status(flush) == UCS_INPROGRESS && Clock::now() < deadline) ucp_worker_progress(worker_);
+    ucp_request_free(flush);
   }
-  if (context_) ucp_cleanup(context_);
+  std::vector<void*> closing;
+  for (ucp_ep_h ep : endpoints_) {
+    if (!ep) continue;
+    ucp_request_param_t close_param{};
+    close_param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    close_param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    void* req = ucp_ep_close_nbx(ep, &close_param);
+    if (UCS_PTR_IS_PTR(req)) closing.push_back(req);
+  }
+  for (void* req : closing) {
+    while (ucp_request_check_status(req) == UCS_INPROGRESS && Clock::now() < deadline) ucp_worker_progress(worker_);
+    ucp_request_free(req);
+  }
+  for (auto& a : inbox_)
+    if (a.ucx_data) ucp_am_data_release(worker_, a.ucx_data);
+  inbox_.clear();
+  ucp_worker_destroy(worker_);
+  worker_ = nullptr;
 }
 
-bool UcxTransport::start(const UcxOptions& options, std::string& error) {
-  ucp_config_t* config = nullptr;
-  ucs_status_t st = ucp_config_read(kEnvPrefix, nullptr, &config);
-  if (st != UCS_OK) {
-    error = std::string("ucp_config_read: ") + ucs_status_string(st);
-    return false;
-  }
-  size_tcp_segments(config, options.chunk_bytes);
-  ucp_params_t params{};
-  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
-  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
-  params.name = "optireduce";
-  st = ucp_init(&params, config, &context_);
-  ucp_config_release(config);
-  if (st != UCS_OK) {
-    error = std::string("ucp_init: ") + ucs_status_string(st);
-    return false;
-  }
+Status UcxTransport::start(const UcxSettings& settings) {
+  Status status;
+  context_ = acquire_context(settings.chunk_bytes, status);
+  if (!context_) return status;
   ucp_worker_params_t wparams{};
   wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE | UCP_WORKER_PARAM_FIELD_EVENTS;
   wparams.thread_mode = UCS_THREAD_MODE_SINGLE;  // one engine call at a time drives this worker
   wparams.events = UCP_WAKEUP_RX | UCP_WAKEUP_TX;
-  st = ucp_worker_create(context_, &wparams, &worker_);
-  if (st != UCS_OK) {
-    error = std::string("ucp_worker_create: ") + ucs_status_string(st);
-    return false;
-  }
+  ucs_status_t st = ucp_worker_create(context_->handle(), &wparams, &worker_);
+  OR_CHECK(st == UCS_OK, unavailable, std::string("ucp_worker_create: ") + ucs_status_string(st));
   if (ucp_worker_get_efd(worker_, &event_fd_) != UCS_OK) event_fd_ = -1;
-
   for (auto [id, cb] : {std::pair{kDataAmId, &UcxTransport::on_data}, std::pair{kHelloAmId, &UcxTransport::on_hello}}) {
     ucp_am_handler_param_t h{};
     h.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG |
@@ -170,28 +144,38 @@ bool UcxTransport::start(const UcxOptions& options, std::string& error) {
     h.arg = this;
     h.flags = UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTENT_DATA;
     st = ucp_worker_set_am_recv_handler(worker_, &h);
-    if (st != UCS_OK) {
-      error = std::string("ucp_worker_set_am_recv_handler: ") + ucs_status_string(st);
-      return false;
-    }
+    OR_CHECK(st == UCS_OK, unavailable, std::string("ucp_worker_set_am_recv_handler: ") + ucs_status_string(st));
   }
   ucp_address_t* address = nullptr;
   std::size_t length = 0;
   st = ucp_worker_get_address(worker_, &address, &length);
-  if (st != UCS_OK) {
-    error = std::string("ucp_worker_get_address: ") + ucs_status_string(st);
-    return false;
-  }
+  OR_CHECK(st == UCS_OK, unavailable, std::string("ucp_worker_get_address: ") + ucs_status_string(st));
   const auto* bytes = reinterpret_cast<const std::byte*>(address);
   address_.assign(bytes, bytes + length);
   ucp_worker_release_address(worker_, address);
-  return true;
+  return {};
+}
+
+int UcxTransport::rank_of(ucp_ep_h ep) const {
+  if (!ep) return -1;
+  for (std::size_t p = 0; p < endpoints_.size(); ++p)
+    if (endpoints_[p] == ep) return static_cast<int>(p);
+  return -1;
 }
 
 ucs_status_t UcxTransport::on_data(void* arg, const void* header, std::size_t header_length, void* data,
                                    std::size_t length, const ucp_am_recv_param_t* param) {
   auto* self = static_cast<UcxTransport*>(arg);
+  // A message counts as from rank p only when it came on the endpoint connected to p: a stranger
+  // who reaches the worker's port has an endpoint of its own.
+  const int source = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? self->rank_of(param->reply_ep) : -1;
+  if (source < 0) {
+    ++self->counters_.rejected_unauthenticated;
+    return UCS_OK;
+  }
   Arrived a;
+  a.source = source;
+  a.arrived = Clock::now();
   const auto* h = static_cast<const std::byte*>(header);
   a.header.assign(h, h + header_length);
   a.length = length;
@@ -211,11 +195,12 @@ ucs_status_t UcxTransport::on_data(void* arg, const void* header, std::size_t he
 }
 
 ucs_status_t UcxTransport::on_hello(void* arg, const void* header, std::size_t header_length, void*, std::size_t,
-                                    const ucp_am_recv_param_t*) {
+                                    const ucp_am_recv_param_t* param) {
   auto* self = static_cast<UcxTransport*>(arg);
   std::int32_t from = -1;
   if (header_length == sizeof from) std::memcpy(&from, header, sizeof from);
-  if (from >= 0 && static_cast<std::size_t>(from) < self->hello_from_.size()) self->hello_from_[from] = 1;
+  const int source = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? self->rank_of(param->reply_ep) : -1;
+  if (from >= 0 && from == source) self->hello_from_[from] = 1;
   return UCS_OK;
 }
 
@@ -232,8 +217,14 @@ void UcxTransport::on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
   ctx->self->failed_ = true;
 }
 
-TransportStatus UcxTransport::connect(int self_rank, const std::vector<std::vector<std::byte>>& peers,
-                                      Clock::time_point deadline) {
+bool UcxTransport::handshake_done(int self_rank) const {
+  if (failed_) return false;
+  for (std::size_t p = 0; p < endpoints_.size(); ++p)
+    if (static_cast<int>(p) != self_rank && (!hello_from_[p] || in_flight_[p])) return false;
+  return true;
+}
+
+Status UcxTransport::connect(int self_rank, const std::vector<std::vector<std::byte>>& peers, Clock::time_point deadline) {
   const std::size_t n = peers.size();
   endpoints_.assign(n, nullptr);
   in_flight_.assign(n, 0);
@@ -243,39 +234,28 @@ TransportStatus UcxTransport::connect(int self_rank, const std::vector<std::vect
   for (std::size_t p = 0; p < n; ++p) {
     if (static_cast<int>(p) == self_rank) continue;
     ucp_ep_params_t ep{};
-    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
     ep.address = reinterpret_cast<const ucp_address_t*>(peers[p].data());
     ep.err_mode = UCP_ERR_HANDLING_MODE_NONE;
     ep.err_handler.cb = &UcxTransport::on_peer_error;
     ep.err_handler.arg = &send_contexts_[p];
-    ucs_status_t st = ucp_ep_create(worker_, &ep, &endpoints_[p]);
-    if (st != UCS_OK) {
-      OR_LOG(warn, "ucp_ep_create to rank %zu: %s", p, ucs_status_string(st));
-      return TransportStatus::error;
-    }
+    const ucs_status_t st = ucp_ep_create(worker_, &ep, &endpoints_[p]);
+    OR_CHECK(st == UCS_OK, unavailable, "ucp_ep_create to rank " + std::to_string(p) + ": " + ucs_status_string(st));
   }
   // Handshake: a hello to every peer and one from every peer proves both directions work.
   hello_header_ = self_rank;
-  for (std::size_t p = 0; p < n; ++p) {
-    if (static_cast<int>(p) == self_rank) continue;
-    if (post(static_cast<int>(p), kHelloAmId, {reinterpret_cast<const std::byte*>(&hello_header_), sizeof hello_header_}, {}) !=
-        TransportStatus::ok)
-      return TransportStatus::error;
-  }
+  for (std::size_t p = 0; p < n; ++p)
+    if (static_cast<int>(p) != self_rank)
+      OR_RETURN_IF_ERROR(post(static_cast<int>(p), kHelloAmId, {reinterpret_cast<const std::byte*>(&hello_header_), sizeof hello_header_}, {}));
   for (;;) {
     progress_all();
-    bool done = !failed_;
-    for (std::size_t p = 0; p < n; ++p)
-      if (static_cast<int>(p) != self_rank && (!hello_from_[p] || in_flight_[p])) done = false;
-    if (done) break;
+    if (handshake_done(self_rank)) break;
     if (failed_ || Clock::now() >= deadline) {
       std::string missing;
       for (std::size_t p = 0; p < n; ++p)
         if (static_cast<int>(p) != self_rank && (!hello_from_[p] || in_flight_[p]))
           missing += " " + std::to_string(p) + (hello_from_[p] ? "(send pending)" : "(no hello)");
-      OR_LOG(warn, "UCX connection handshake incomplete%s; peers:%s", failed_ ? " (peer failure)" : "", missing.c_str());
-      return TransportStatus::error;
+      return PeerError(std::string("UCX connection handshake incomplete") + (failed_ ? " (peer failure)" : "") + "; ranks:" + missing);
     }
     wait_for_events(deadline);
   }
@@ -283,32 +263,34 @@ TransportStatus UcxTransport::connect(int self_rank, const std::vector<std::vect
   // for the first call.
   description_ = chosen_transports();
   OR_LOG(info, "UCX transports in use: %s", description_.c_str());
-  return TransportStatus::ok;
+  return {};
 }
 
-TransportStatus UcxTransport::send(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) {
-  return post(peer, kDataAmId, header, payload);
+Status UcxTransport::send(int peer, Lane, std::span<const std::byte> header, std::span<const std::byte> payload) {
+  OR_RETURN_IF_ERROR(post(peer, kDataAmId, header, payload));
+  ++counters_.messages_sent;
+  counters_.bytes_sent += header.size() + payload.size();
+  return {};
 }
 
-TransportStatus UcxTransport::post(int peer, unsigned am_id, std::span<const std::byte> header,
-                                   std::span<const std::byte> payload) {
-  if (failed_) return TransportStatus::error;
+Status UcxTransport::post(int peer, unsigned am_id, std::span<const std::byte> header, std::span<const std::byte> payload) {
+  OR_CHECK(!failed_, peer, "a UCX endpoint failed");
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
   param.cb.send = &UcxTransport::on_send_done;
   param.user_data = &send_contexts_[peer];
-  // Eager: the sender pushes, no per-message handshake that needs both sides scheduled (4 ranks
-  // on 2 cores make every round trip expensive).
-  param.flags = UCP_AM_SEND_FLAG_EAGER;
+  // Eager: the sender pushes, no per-message handshake that needs both sides scheduled (several
+  // ranks on few cores make every round trip expensive). Reply: the receiver learns the endpoint
+  // it came on, which is how it knows the sender.
+  param.flags = UCP_AM_SEND_FLAG_EAGER | UCP_AM_SEND_FLAG_REPLY;
   void* req = ucp_am_send_nbx(endpoints_[peer], am_id, header.data(), header.size(), payload.data(), payload.size(), &param);
-  if (req == nullptr) return TransportStatus::ok;
+  if (req == nullptr) return {};
   if (UCS_PTR_IS_ERR(req)) {
-    OR_LOG(warn, "ucp_am_send_nbx to rank %d: %s", peer, ucs_status_string(UCS_PTR_STATUS(req)));
     failed_ = true;
-    return TransportStatus::error;
+    return PeerError("ucp_am_send_nbx to rank " + std::to_string(peer) + ": " + ucs_status_string(UCS_PTR_STATUS(req)));
   }
   ++in_flight_[peer];  // on_send_done counts it down and frees the request
-  return TransportStatus::ok;
+  return {};
 }
 
 void UcxTransport::progress_all() {
@@ -329,8 +311,27 @@ void UcxTransport::wait_for_events(Clock::time_point deadline) {
   ::poll(&pfd, 1, static_cast<int>(std::clamp<long long>(left + 1, 0, kMaxBlockMs)));
 }
 
-TransportStatus UcxTransport::poll(Clock::time_point deadline,
-                                   const std::function<void(const InboundMessage&)>& on_message) {
+void UcxTransport::deliver(Arrived& a, const std::function<void(const InboundMessage&)>& on_message) {
+  InboundMessage m;
+  m.source = a.source;
+  m.header = a.header;
+  m.payload_size = a.length;
+  m.arrived = a.arrived;
+  if (a.rendezvous) {
+    m.payload_held = false;
+    m.fetch = [this, &a](std::span<std::byte> dst) { return fetch(a, dst); };
+  } else {
+    m.payload = a.ucx_data ? std::span<const std::byte>(static_cast<const std::byte*>(a.ucx_data), a.length)
+                           : std::span<const std::byte>(a.copy);
+  }
+  ++counters_.messages_received;
+  counters_.bytes_received += a.header.size() + a.length;
+  on_message(m);
+  // Not fetched: the engine refused it; releasing a rendezvous descriptor tells the sender.
+  if (a.ucx_data && !a.fetched) ucp_am_data_release(worker_, a.ucx_data);
+}
+
+Status UcxTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
   for (;;) {
     progress_all();
     if (!inbox_.empty()) {
@@ -338,28 +339,19 @@ TransportStatus UcxTransport::poll(Clock::time_point deadline,
       while (!inbox_.empty()) {
         Arrived a = std::move(inbox_.front());
         inbox_.pop_front();
-        InboundMessage m;
-        m.header = a.header;
-        m.payload_size = a.length;
-        m.receive_into = [this, &a](std::span<std::byte> dst) { return receive_payload(a, dst); };
-        on_message(m);
-        // Not fetched: the engine refused it; releasing a rendezvous descriptor tells the sender.
-        if (a.ucx_data && !a.fetched) ucp_am_data_release(worker_, a.ucx_data);
+        deliver(a, on_message);
       }
-      return failed_ ? TransportStatus::error : TransportStatus::ok;
+      OR_CHECK(!failed_, peer, "a UCX endpoint failed");
+      return {};
     }
-    if (failed_) return TransportStatus::error;
-    if (Clock::now() >= deadline) return TransportStatus::timeout;
+    OR_CHECK(!failed_, peer, "a UCX endpoint failed");
+    if (Clock::now() >= deadline) return Timeout("nothing arrived");
     wait_for_events(deadline);
   }
 }
 
-bool UcxTransport::receive_payload(Arrived& a, std::span<std::byte> dst) {
+bool UcxTransport::fetch(Arrived& a, std::span<std::byte> dst) {
   if (dst.size() != a.length || a.fetched) return false;
-  if (!a.rendezvous) {
-    if (a.length) std::memcpy(dst.data(), a.ucx_data ? a.ucx_data : a.copy.data(), a.length);
-    return true;
-  }
   a.fetched = true;  // from here on UCX owns the descriptor
   struct Fetch {
     bool done = false;
@@ -402,7 +394,7 @@ std::string UcxTransport::chosen_transports() const {
     if (!stream) continue;
     ucp_ep_print_info(ep, stream);
     std::fclose(stream);
-    std::string info(text, size);
+    const std::string info(text, size);
     std::free(text);
     OR_LOG(debug, "endpoint configuration:\n%s", info.c_str());
     for (std::sregex_iterator it(info.begin(), info.end(), lane), end; it != end; ++it) names.insert((*it)[1]);
@@ -414,36 +406,11 @@ std::string UcxTransport::chosen_transports() const {
 
 }  // namespace
 
-std::unique_ptr<Transport> make_ucx_transport(const UcxOptions& options, std::string& error) {
+std::unique_ptr<Transport> make_transport(const UcxSettings& settings, Status& status) {
   auto t = std::make_unique<UcxTransport>();
-  if (!t->start(options, error)) return nullptr;
+  status = t->start(settings);
+  if (!status.ok()) return nullptr;
   return t;
 }
 
-std::vector<std::string> ucx_available_transports() {
-  std::vector<std::string> out;
-  ucp_config_t* config = nullptr;
-  if (ucp_config_read(kEnvPrefix, nullptr, &config) != UCS_OK) return out;
-  ucp_context_h context = nullptr;
-  ucp_params_t params{};
-  params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
-  const bool ok = ucp_init(&params, config, &context) == UCS_OK;
-  ucp_config_release(config);
-  if (!ok) return out;
-  char* text = nullptr;
-  std::size_t size = 0;
-  if (FILE* stream = open_memstream(&text, &size)) {
-    ucp_context_print_info(context, stream);
-    std::fclose(stream);
-    std::string info(text, size);
-    std::free(text);
-    // Lines look like "#      resource 3  :  md 1  dev 1  flags -- tcp/lo".
-    static const std::regex res(R"(resource\s+\d+\s*:.*\s([a-z][a-z0-9_]*/[A-Za-z0-9_.:\-]+))");
-    for (std::sregex_iterator it(info.begin(), info.end(), res), end; it != end; ++it) out.push_back((*it)[1]);
-  }
-  ucp_cleanup(context);
-  return out;
-}
-
-}  // namespace optireduce
+}  // namespace optireduce::ucx

@@ -31,9 +31,9 @@
 #include <sstream>
 #include <thread>
 
-#include "engine.hpp"
-#include "hadamard.hpp"
-#include "shard_layout.hpp"
+#include "optireduce/engine/engine.hpp"
+#include "optireduce/engine/hadamard.hpp"
+#include "optireduce/engine/shard_layout.hpp"
 #include "inproc_transport.hpp"
 
 namespace optireduce {
@@ -243,7 +243,7 @@ std::vector<std::vector<Observed>> drive(Job& job, const std::vector<std::uint64
 std::string describe(const Observed& o, int call, int rank) {
   std::ostringstream s;
   s << "call " << call << " (sequence " << o.stats.sequence << ") rank " << rank << ": kind " << to_string(o.stats.kind)
-    << ", status " << to_string(o.stats.status) << ", entries " << o.stats.entries << ", dropped "
+    << ", status " << o.stats.status.text() << ", entries " << o.stats.entries << ", dropped "
     << o.stats.dropped_entries << ", filled " << o.stats.filled_entries << ", differing " << o.differing
     << ", deadlines " << o.stats.deadline_us[0] << "/" << o.stats.deadline_us[1] << " us, phases "
     << o.stats.phase_us[0] << "/" << o.stats.phase_us[1] << " us";
@@ -258,7 +258,7 @@ void expect_call_invariants(const std::vector<std::vector<Observed>>& seen, bool
     for (std::size_t r = 0; r < row.size(); ++r) {
       const Observed& o = row[r];
       const std::string where = describe(o, static_cast<int>(c), static_cast<int>(r));
-      ASSERT_EQ(o.stats.status, CallStatus::ok) << where;
+      ASSERT_TRUE(o.stats.ok()) << where;
       ASSERT_EQ(o.stats.sequence, c + 1) << where;
       ASSERT_EQ(o.stats.kind, row[0].stats.kind) << where << ": ranks disagree on the kind of the call (rank 0: "
                                                  << to_string(row[0].stats.kind) << ")";
@@ -507,7 +507,7 @@ TEST(BoundedEngine, CompensationRebuildsTheSumWhenEveryRankContributesTheSame) {
   for (int c = 0; c < calls; ++c)
     for (int r = 0; r < ranks; ++r) {
       const Observed& o = seen[c][r];
-      ASSERT_EQ(o.stats.status, CallStatus::ok) << describe(o, c, r);
+      ASSERT_TRUE(o.stats.ok()) << describe(o, c, r);
       dropped += o.stats.dropped_entries;
       filled += o.stats.filled_entries;
       // Relative RMS error of float rounding (N/k is not exact in float), not of estimation.

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "config.hpp"
+#include "optireduce/engine/config.hpp"
 
 namespace optireduce {
 namespace {
@@ -98,10 +98,10 @@ TEST(Config, DatagramTransportSettings) {
                          {"OPTIREDUCE_AGREE_FILL", "off"}});
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_EQ(r.config.transport, TransportKind::ofi);
-  EXPECT_EQ(r.config.ofi_provider, "udp");
-  EXPECT_EQ(r.config.ofi_iface, "lo");
-  EXPECT_DOUBLE_EQ(r.config.rate_bits_per_s, 2.5e9);
-  EXPECT_EQ(r.config.fec_group, 8u);
+  EXPECT_EQ(r.config.transports.ofi.provider, "udp");
+  EXPECT_EQ(r.config.transports.ofi.iface, "lo");
+  EXPECT_DOUBLE_EQ(r.config.transports.ofi.rate_bits_per_s, 2.5e9);
+  EXPECT_EQ(r.config.transports.ofi.fec_group, 8u);
   EXPECT_FALSE(r.config.agree_fill);
   // The provider and FEC shape the wire: part of what every rank must agree on; the interface may
   // differ per host.
@@ -117,7 +117,8 @@ TEST(Config, DatagramTransportSettings) {
   EXPECT_DOUBLE_EQ(rate, 5e5);
   for (const char* bad : {"", "0", "10X", "G", "1e9", "-5M", "20000G", "1.5.2G"}) EXPECT_FALSE(parse_bit_rate(bad, rate)) << bad;
   for (auto [name, value] : std::vector<std::pair<const char*, const char*>>{
-           {"OPTIREDUCE_TRANSPORT", "udp"}, {"OPTIREDUCE_FEC", "1"}, {"OPTIREDUCE_FEC", "17"},
+           {"OPTIREDUCE_TRANSPORT", "tcp"}, {"OPTIREDUCE_FEC", "1"}, {"OPTIREDUCE_UDP_PORTS", "80-90"},
+           {"OPTIREDUCE_UDP_PORTS", "5000"}, {"OPTIREDUCE_AUTH", "maybe"}, {"OPTIREDUCE_FEC", "17"},
            {"OPTIREDUCE_RATE", "fast"}, {"OPTIREDUCE_OFI_IFACE", "a very long interface name"},
            {"OPTIREDUCE_AGREE_FILL", "maybe"}}) {
     auto bad = parse_config({{name, value}});

@@ -1,7 +1,9 @@
 // The deadline controller driven by synthetic traces.
 #include <gtest/gtest.h>
 
-#include "deadline_controller.hpp"
+#include <cstring>
+
+#include "optireduce/engine/deadline_controller.hpp"
 
 namespace optireduce {
 namespace {
@@ -38,45 +40,45 @@ TEST(DeadlineController, SizeClassesArePowerOfTwoRanges) {
 
 TEST(DeadlineController, CapUntilCalibratedThenMarginTimesP95) {
   DeadlineController c(options());
-  EXPECT_EQ(c.deadlines(20).us[0], 100000);
+  EXPECT_EQ(c.bounded_budget(20).us[0], 100000);
   c = calibrated();
   // p95 of 20 samples is the 19th smallest: 1019 (the single 50 ms outlier is above it).
   EXPECT_DOUBLE_EQ(c.bound_us(20, TarPhase::scatter), 1019);
-  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 1.5 * 1019);
-  EXPECT_DOUBLE_EQ(c.deadlines(20).us[1], 1.5 * 800);
+  EXPECT_DOUBLE_EQ(c.bounded_budget(20).us[0], 1.5 * 1019);
+  EXPECT_DOUBLE_EQ(c.bounded_budget(20).us[1], 1.5 * 800);
   EXPECT_TRUE(c.calibrating(21)) << "each size class calibrates on its own";
 }
 
 TEST(DeadlineController, QuietNetworkShrinksTheDeadlineDownToTheFloor) {
   auto c = calibrated();
   for (int i = 0; i < 9; ++i) c.record_estimate(20, {600, 500});
-  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 900);  // 1.5 * 600
+  EXPECT_DOUBLE_EQ(c.bounded_budget(20).us[0], 900);  // 1.5 * 600
   for (int i = 0; i < 9; ++i) c.record_estimate(20, {100, 100});
-  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 509.5);  // floor: 0.5 * tB
-  EXPECT_DOUBLE_EQ(c.deadlines(20).us[1], 400);
+  EXPECT_DOUBLE_EQ(c.bounded_budget(20).us[0], 509.5);  // floor: 0.5 * tB
+  EXPECT_DOUBLE_EQ(c.bounded_budget(20).us[1], 400);
 }
 
 TEST(DeadlineController, BusyNetworkGrowsItButNeverPastTheCap) {
   auto c = calibrated();
   for (int i = 0; i < 9; ++i) c.record_estimate(20, {3000, 2000});
-  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 4500);
+  EXPECT_DOUBLE_EQ(c.bounded_budget(20).us[0], 4500);
   for (int i = 0; i < 9; ++i) c.record_estimate(20, {500000, 500000});
-  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 100000);
+  EXPECT_DOUBLE_EQ(c.bounded_budget(20).us[0], 100000);
 }
 
 TEST(DeadlineController, ASpikeDoesNotMoveItALastingStepDoes) {
   auto c = calibrated();
   for (int i = 0; i < 9; ++i) c.record_estimate(20, {1000, 1000});
   c.record_estimate(20, {40000, 40000});  // one call hit a retransmission
-  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 1500);
+  EXPECT_DOUBLE_EQ(c.bounded_budget(20).us[0], 1500);
   // The network steps to 4 ms for good: within half a window the deadline follows.
   int calls = 0;
-  while (c.deadlines(20).us[0] < 1.5 * 4000 && calls < 20) {
+  while (c.bounded_budget(20).us[0] < 1.5 * 4000 && calls < 20) {
     c.record_estimate(20, {4000, 4000});
     ++calls;
   }
   EXPECT_LE(calls, 5);
-  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 6000);
+  EXPECT_DOUBLE_EQ(c.bounded_budget(20).us[0], 6000);
 }
 
 TEST(DeadlineController, NeverAboveItsCeilingAndExactCallsRecalibrate) {
@@ -85,29 +87,38 @@ TEST(DeadlineController, NeverAboveItsCeilingAndExactCallsRecalibrate) {
   DeadlineController c(o);
   for (int i = 0; i < 20; ++i) c.record_calibration(20, {1000.0, 1000.0});
   for (int i = 0; i < 9; ++i) c.record_estimate(20, {50000, 50000});
-  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 4000) << "4 x tB";
+  EXPECT_DOUBLE_EQ(c.bounded_budget(20).us[0], 4000) << "4 x tB";
   // The exact calls after a fallback measure the slower network: tB follows after 8 of them.
   for (int i = 0; i < 8; ++i) c.record_calibration(20, {20000.0, 20000.0});
   EXPECT_DOUBLE_EQ(c.bound_us(20, TarPhase::scatter), 20000);
-  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 75000) << "1.5 x the estimates, now under 4 x the new tB";
+  EXPECT_DOUBLE_EQ(c.bounded_budget(20).us[0], 75000) << "1.5 x the estimates, now under 4 x the new tB";
 }
 
 TEST(DeadlineController, AgreedBoundsReplaceTheOwnOnesAndStayCapped) {
   DeadlineController c = calibrated();
   const double own = c.bound_us(20, TarPhase::scatter);
-  c.set_bounds(20, {4 * own, 2e9});  // the largest rank's bounds; the gather one beyond the cap
+  // Another rank's bounds: larger for the scatter, beyond the cap for the gather; the own ones
+  // are the smallest, so the other rank's win, capped.
+  auto blob = [](double scatter, double gather) {
+    const PhaseTimes b{scatter, gather};
+    std::vector<std::byte> bytes(sizeof b);
+    std::memcpy(bytes.data(), b.data(), sizeof b);
+    return bytes;
+  };
+  c.agree_bounds(20, {c.bounds_blob(20), blob(4 * own, 2e9)});
   EXPECT_EQ(c.bound_us(20, TarPhase::scatter), 4 * own);
   EXPECT_EQ(c.bound_us(20, TarPhase::gather), 100000);
-  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 1.5 * 4 * own);  // no estimates yet: margin x bound
-  c.set_bounds(21, {1, 1});  // a class not calibrated yet: nothing to agree on
+  EXPECT_DOUBLE_EQ(c.bounded_budget(20).us[0], 1.5 * 4 * own);  // no estimates yet: margin x bound
+  c.agree_bounds(21, {blob(1, 1)});  // a class not calibrated yet: nothing to agree on
   EXPECT_TRUE(c.calibrating(21));
 }
 
 TEST(DeadlineController, PhasesWithoutStampsKeepTheirEstimate) {
   auto c = calibrated();
   for (int i = 0; i < 9; ++i) c.record_estimate(20, {2000, 0});
-  EXPECT_DOUBLE_EQ(c.deadlines(20).us[0], 3000);
-  EXPECT_DOUBLE_EQ(c.deadlines(20).us[1], 1200) << "no gather stamps: still 1.5 * tB";
+  EXPECT_DOUBLE_EQ(c.bounded_budget(20).us[0], 3000);
+  // No gather stamps: still 1.5 * tB (1200), but the all-gather gets at least half the scatter budget.
+  EXPECT_DOUBLE_EQ(c.bounded_budget(20).us[1], 1500);
 }
 
 }  // namespace

@@ -6,9 +6,9 @@
 #include <random>
 #include <thread>
 
-#include "engine.hpp"
+#include "optireduce/engine/engine.hpp"
 #include "inproc_transport.hpp"
-#include "wire_header.hpp"
+#include "optireduce/engine/wire_header.hpp"
 
 namespace optireduce {
 namespace {
@@ -83,7 +83,7 @@ TEST_P(EngineSizes, ExactSumForAwkwardCounts) {
         auto out = run(job, count, in_place, integers, &stats);
         const auto want = expected_sum(ranks, count, integers);
         for (int r = 0; r < ranks; ++r) {
-          EXPECT_EQ(stats[r].status, CallStatus::ok);
+          EXPECT_TRUE(stats[r].ok()) << stats[r].status.text();
           EXPECT_EQ(stats[r].dropped_entries, 0u);
           ASSERT_EQ(out[r].size(), count);
           EXPECT_TRUE(count == 0 || std::memcmp(out[r].data(), want.data(), count * sizeof(float)) == 0)
@@ -111,7 +111,7 @@ TEST(Engine, RejectsForgedAndMisplacedMessagesWithoutHarm) {
   Engine& victim = *job.engines[0];
   auto forged = [&](auto mutate, std::size_t payload_floats) {
     WireHeader h;
-    h.phase = Phase::scatter_reduce;
+    h.kind = MessageKind::scatter_chunk;
     h.source = 1;
     h.comm_id = victim.comm_id();
     h.epoch = 2;
@@ -158,7 +158,7 @@ TEST(Engine, CreationFailsOnEveryRankWhenOneRankHasNoTransport) {
   const int ranks = 3;
   auto fabric = std::make_shared<InProcFabric>(ranks);
   std::vector<std::unique_ptr<Engine>> engines(ranks);
-  std::vector<std::string> errors(ranks);
+  std::vector<Status> errors(ranks);
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] {
@@ -169,7 +169,7 @@ TEST(Engine, CreationFailsOnEveryRankWhenOneRankHasNoTransport) {
   for (auto& t : threads) t.join();
   for (int r = 0; r < ranks; ++r) {
     EXPECT_EQ(engines[r], nullptr);
-    EXPECT_NE(errors[r].find("rank 1"), std::string::npos) << errors[r];
+    EXPECT_NE(errors[r].message().find("rank 1"), std::string::npos) << errors[r].text();
   }
 }
 

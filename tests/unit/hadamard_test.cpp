@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "hadamard.hpp"
+#include "optireduce/engine/hadamard.hpp"
 
 namespace optireduce {
 namespace {

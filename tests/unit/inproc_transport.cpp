@@ -38,28 +38,24 @@ std::vector<std::vector<std::byte>> InProcFabric::allgather(int rank, std::span<
   return gather_result_;
 }
 
-TransportStatus InProcTransport::send(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) {
+Status InProcTransport::send(int peer, Lane, std::span<const std::byte> header, std::span<const std::byte> payload) {
   fabric_->deliver(peer, {rank_, {header.begin(), header.end()}, {payload.begin(), payload.end()}});
-  return TransportStatus::ok;
+  return {};
 }
 
-TransportStatus InProcTransport::poll(Clock::time_point deadline,
-                                      const std::function<void(const InboundMessage&)>& on_message) {
+Status InProcTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
   InProcFabric::Message m;
-  if (!fabric_->take(rank_, deadline, m)) return TransportStatus::timeout;
+  if (!fabric_->take(rank_, deadline, m)) return Timeout("nothing arrived");
   do {
     InboundMessage in;
     in.source = m.source;
     in.header = m.header;
     in.payload_size = m.payload.size();
-    in.receive_into = [&m](std::span<std::byte> dst) {
-      if (dst.size() != m.payload.size()) return false;
-      if (!dst.empty()) std::memcpy(dst.data(), m.payload.data(), dst.size());
-      return true;
-    };
+    in.payload = m.payload;
+    in.arrived = Clock::now();
     on_message(in);
   } while (fabric_->take(rank_, Clock::time_point::min(), m));
-  return TransportStatus::ok;
+  return {};
 }
 
 InProcJob start_inproc_job(int ranks, const EngineOptions& options) {
@@ -69,9 +65,9 @@ InProcJob start_inproc_job(int ranks, const EngineOptions& options) {
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] {
-      std::string error;
+      Status status;
       job.engines[r] = Engine::create(r, ranks, std::make_unique<InProcTransport>(job.fabric, r),
-                                      std::make_unique<InProcBootstrap>(job.fabric, r), options, error);
+                                      std::make_unique<InProcBootstrap>(job.fabric, r), options, status);
     });
   for (auto& t : threads) t.join();
   return job;

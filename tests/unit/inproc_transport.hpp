@@ -9,8 +9,8 @@
 #include <mutex>
 #include <vector>
 
-#include "bootstrap.hpp"
-#include "engine.hpp"
+#include "optireduce/engine/bootstrap.hpp"
+#include "optireduce/engine/engine.hpp"
 #include "optireduce/transport.hpp"
 
 namespace optireduce::testing {
@@ -48,14 +48,11 @@ class InProcTransport final : public Transport {
  public:
   InProcTransport(std::shared_ptr<InProcFabric> fabric, int rank) : fabric_(std::move(fabric)), rank_(rank) {}
   std::vector<std::byte> local_address() const override { return {std::byte(rank_)}; }
-  TransportStatus connect(int, const std::vector<std::vector<std::byte>>&, Clock::time_point) override {
-    return TransportStatus::ok;
-  }
-  TransportStatus send(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) override;
+  Status connect(int, const std::vector<std::vector<std::byte>>&, Clock::time_point) override { return {}; }
+  Status send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) override;
   std::size_t sends_in_flight(int) const override { return 0; }  // a send is a copy
-  TransportStatus poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override;
-  std::size_t max_message_bytes() const override { return std::size_t{1} << 30; }
-  bool reliable() const override { return true; }
+  Status poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override;
+  TransportTraits traits() const override { return {true, true, true, std::size_t{1} << 30}; }
   std::string describe() const override { return "inproc"; }
 
  private:

@@ -2,8 +2,8 @@
 
 #include <map>
 
-#include "shard_layout.hpp"
-#include "tar_schedule.hpp"
+#include "optireduce/engine/shard_layout.hpp"
+#include "optireduce/engine/tar_schedule.hpp"
 
 namespace optireduce {
 namespace {
@@ -46,7 +46,11 @@ TEST(ShardLayout, ChunksTileEachShardAndOnlyExactChunksAreRecognised) {
 TEST(TarSchedule, EveryPeerChunkOnceInterleavedByPeer) {
   ShardLayout l(1000, 4, 64);
   for (int rank = 0; rank < 4; ++rank) {
-    auto sends = scatter_schedule(l, rank);
+    std::vector<ScheduledSend> sends;
+    for_each_scatter_send(l, rank, kLastSlicesInOrder, [&](const ScheduledSend& s) {
+      sends.push_back(s);
+      return true;
+    });
     std::map<std::pair<int, std::uint32_t>, int> seen;
     for (const auto& s : sends) {
       EXPECT_NE(s.peer, rank);

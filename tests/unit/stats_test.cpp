@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "stats.hpp"
+#include "optireduce/engine/stats.hpp"
 
 namespace optireduce {
 namespace {

@@ -1,0 +1,67 @@
+// The all-gather phase of one call, at a receiver: which reduced chunks of the other shards
+// came, and what is written for those that never do.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "optireduce/engine/engine_options.hpp"
+#include "optireduce/engine/loss_ledger.hpp"
+#include "optireduce/engine/scatter_reduce.hpp"
+
+namespace optireduce {
+
+class AllGather {
+ public:
+  void begin(const ShardLayout& layout, int rank);
+
+  // A reduced chunk of `owner`'s shard, written straight into place in `target` (the caller's
+  // output, or staging in the Hadamard domain). The copy completes before this returns, so
+  // nothing writes into the caller's buffer after the call is over.
+  Accepted accept(int owner, std::uint32_t chunk, const InboundMessage& message, float* target);
+  bool has(int owner, std::uint32_t chunk) const { return seen_[index(owner, chunk)] != 0; }
+  // Closes a chunk that is not coming (a late copy must not overwrite the fill, or land after
+  // decoding).
+  void close(int owner, std::uint32_t chunk) { seen_[index(owner, chunk)] = 1; }
+
+  // Writes the fill of every chunk that never came, counting it in `ledger`. `own_input` is
+  // this rank's staged contribution (for the local fill).
+  void fill_missing(float* target, FillPolicy policy, const float* own_input, LossLedger& ledger);
+
+  bool complete() const { return remaining_ == 0; }
+  std::uint64_t remaining() const { return remaining_; }
+  bool shard_complete(int owner) const { return pending_[owner] == 0; }
+  double received_fraction() const { return expected_ ? double(expected_ - remaining_) / double(expected_) : 1.0; }
+  Clock::time_point last_arrival() const { return last_arrival_; }
+
+ private:
+  std::size_t index(int owner, std::uint32_t chunk) const {
+    return static_cast<std::size_t>(owner) * layout_.max_chunks() + chunk;
+  }
+
+  ShardLayout layout_;
+  int rank_ = 0;
+  std::vector<std::uint8_t> seen_;       // [owner][chunk], stride max_chunks
+  std::vector<std::uint32_t> pending_;   // per shard: chunks still to come
+  std::uint64_t remaining_ = 0, expected_ = 0;
+  Clock::time_point last_arrival_{};
+};
+
+// Which senders' final messages of a phase have arrived: once one came from every sender, the
+// phase only waits a short grace for stragglers.
+class LastSlices {
+ public:
+  void begin(int ranks) { seen_.assign(static_cast<std::size_t>(ranks), 0); }
+  void note(int source) { seen_[static_cast<std::size_t>(source)] = 1; }
+  template <typename SendsToMe>
+  bool all_in(int rank, SendsToMe&& sends_to_me) const {
+    for (std::size_t p = 0; p < seen_.size(); ++p)
+      if (static_cast<int>(p) != rank && sends_to_me(static_cast<int>(p)) && !seen_[p]) return false;
+    return true;
+  }
+
+ private:
+  std::vector<std::uint8_t> seen_;
+};
+
+}  // namespace optireduce

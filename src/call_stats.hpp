@@ -1,0 +1,49 @@
+// What one engine call did, and the counters an engine keeps over its life.
+#pragma once
+
+#include <cstdint>
+
+#include "optireduce/engine/deadline_controller.hpp"
+#include "optireduce/status.hpp"
+
+namespace optireduce {
+
+// Why a call ran the way it did.
+enum class CallKind { exact, calibration, bounded, fallback };
+const char* to_string(CallKind k);
+
+struct CallStats {
+  Status status;
+  CallKind kind = CallKind::exact;
+  std::uint64_t sequence = 0;         // call number on this communicator, from 1
+  std::uint64_t entries = 0;          // result entries
+  std::uint64_t dropped_entries = 0;  // entries that lacked a contribution or arrived nowhere
+  std::uint64_t filled_entries = 0;   // of those, all-gather entries this rank had to fill in
+  bool transformed = false;           // ran in the Hadamard domain
+  bool fill_agreed = false;           // every rank's missing chunks were known here: same fill
+  double latency_us = 0;
+  PhaseTimes deadline_us{};  // budget of each phase (0 for exact calls)
+  PhaseTimes phase_us{};     // time each phase took
+  bool ok() const { return status.ok(); }
+};
+
+// Messages the engine refused, by reason. Never trusted, always counted.
+struct RejectCounts {
+  std::uint64_t malformed = 0;   // header failed to decode
+  std::uint64_t foreign = 0;     // other communicator or job, or an impossible source rank
+  std::uint64_t stale = 0;       // a call that is already over, or a chunk already closed
+  std::uint64_t misplaced = 0;   // extent or payload length not a chunk this rank expects
+  std::uint64_t duplicate = 0;   // a chunk that was already received
+  std::uint64_t overflow = 0;    // early data beyond the bounded early store
+  std::uint64_t total() const { return malformed + foreign + stale + misplaced + duplicate + overflow; }
+};
+
+// What every rank agreed on at the agreement rounds (and two counts of this rank's own).
+struct AgreedCounts {
+  std::uint64_t divergent_calls = 0;  // calls where some rank filled all-gather chunks alone
+  std::uint64_t fallbacks = 0;        // times the loss budget sent the communicator to exact
+  std::uint64_t injected_drops = 0;   // chunks discarded by OPTIREDUCE_FAULT_DROP (this rank)
+  std::uint64_t fill_agreement_incomplete = 0;  // bounded calls that filled without every rank's list (this rank)
+};
+
+}  // namespace optireduce

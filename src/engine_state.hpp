@@ -1,0 +1,69 @@
+// What an engine keeps for its communicator from call to call: its ranks, options, deadlines,
+// staging, the bookkeeping of the phases (reset by each call, never reallocated once warm), the
+// agreements, the counters. A call (tar_call.hpp) works on it; the engine owns it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "optireduce/engine/agreements.hpp"
+#include "optireduce/engine/all_gather.hpp"
+#include "optireduce/engine/bootstrap.hpp"
+#include "optireduce/engine/call_stats.hpp"
+#include "optireduce/engine/deadline_controller.hpp"
+#include "optireduce/engine/early_store.hpp"
+#include "optireduce/engine/engine_options.hpp"
+#include "optireduce/engine/fault_injector.hpp"
+#include "optireduce/engine/fill_agreement.hpp"
+#include "optireduce/engine/hadamard_pipeline.hpp"
+#include "optireduce/engine/loss_ledger.hpp"
+#include "optireduce/engine/scatter_reduce.hpp"
+#include "optireduce/engine/staging_pool.hpp"
+
+namespace optireduce {
+
+struct EngineState {
+  EngineState(int rank_, int ranks_, std::uint64_t comm_id_, const EngineOptions& options_,
+              std::unique_ptr<Bootstrap> bootstrap_);
+
+  const int rank;
+  const int ranks;
+  const std::uint64_t comm_id;
+  const EngineOptions options;
+  std::unique_ptr<Bootstrap> bootstrap;
+  DeadlineController deadlines;
+
+  std::uint64_t calls = 0;  // calls on this communicator (what loss-budget decisions count)
+  std::uint64_t epoch = 0;  // Transpose AllReduce runs over a transport (the wire's sequence)
+  bool in_call = false;     // a call is running: its messages may land
+  ShardLayout layout;       // of the call in progress (or the last one)
+
+  StagingPool staging;
+  EarlyStore early;
+  ScatterReduce scatter;
+  AllGather gather;
+  FillAgreement fill;
+  LossLedger ledger;
+  PhaseStamps stamps;
+  std::array<LastSlices, kTarPhases> last_slices;
+  std::vector<std::uint8_t> done_from;  // peers that said they have all our data this call
+  HadamardPipeline hadamard;
+  FaultInjector faults;
+
+  // Feeds an exact call's phase times to the deadlines; when that completes a (re)calibration,
+  // the ranks agree on the new bounds (collective at that call, the same call on every rank).
+  void record_calibration(unsigned size_class, const PhaseTimes& phase_us) {
+    if (deadlines.record_calibration(size_class, phase_us)) agree_calibrated_bounds(deadlines, size_class, *bootstrap);
+  }
+
+  std::vector<int> send_order;  // shards in the order this rank's sends first need them
+  PhaseTimes my_estimate_us{};  // this rank's latest phase estimates (stamped into its messages)
+  LossBudgetAgreement loss_budget;
+  RejectCounts rejects;
+  AgreedCounts agreed;
+  CallStats last_call;
+  std::size_t largest_call_bytes = 0;
+  std::vector<float> probe_input, probe_output;  // probes of in-place calls, and their results
+};
+
+}  // namespace optireduce

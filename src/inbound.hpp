@@ -1,0 +1,44 @@
+// What an arriving message is, decided once and before anything changes: every field of its
+// header is checked against the communicator and the call in progress.
+#pragma once
+
+#include <cstdint>
+
+#include "optireduce/engine/shard_layout.hpp"
+#include "optireduce/engine/wire_header.hpp"
+#include "optireduce/transport.hpp"
+
+namespace optireduce {
+
+enum class InboundKind {
+  malformed,      // header failed to decode
+  foreign,        // other communicator, impossible or self source, or not from where it claims
+  stale,          // a call that is over (or between calls: the caller's buffer is theirs)
+  early,          // a later call (a peer ahead of this rank)
+  ignored,        // a "done" of another call: normal once sends drained
+  misplaced,      // extent or payload length not a chunk this rank expects
+  peer_done,
+  scatter_chunk,  // `chunk` is the index within this rank's shard
+  gather_chunk,   // `chunk` is the index within the sender's shard
+  missing_list,   // geometry is checked by the fill agreement
+};
+
+struct Inbound {
+  InboundKind kind = InboundKind::malformed;
+  WireHeader header;
+  std::uint32_t chunk = 0;
+};
+
+// What the classification compares against.
+struct CallView {
+  int rank = 0;
+  int ranks = 1;
+  std::uint64_t comm_id = 0;
+  std::uint64_t epoch = 0;  // the call in progress, or the last one
+  bool in_call = false;
+  const ShardLayout* layout = nullptr;  // of the call in progress
+};
+
+Inbound classify(const InboundMessage& message, const CallView& call);
+
+}  // namespace optireduce

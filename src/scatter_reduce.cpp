@@ -1,0 +1,90 @@
+#include "optireduce/engine/scatter_reduce.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace optireduce {
+
+void ScatterReduce::begin(const ShardLayout& layout, int rank, std::uint32_t last_slices) {
+  layout_ = layout;
+  rank_ = rank;
+  ranks_ = layout.ranks();
+  last_slices_ = last_slices;
+  chunks_ = layout.chunks_in_shard(rank);
+  reduced_ = 0;
+  stride_ = layout.shard_size(rank);
+  if (slots_.size() < stride_ * static_cast<std::uint64_t>(ranks_ - 1)) slots_.resize(stride_ * (ranks_ - 1));
+  contributors_.assign(chunks_, 0);
+  closed_.assign(chunks_, 0);
+  seen_.assign(static_cast<std::size_t>(ranks_) * chunks_, 0);
+  ready_.clear();
+  received_ = 0;
+  expected_ = static_cast<std::uint64_t>(chunks_) * (ranks_ - 1);
+  last_arrival_ = Clock::now();
+  if (ranks_ == 1)
+    for (std::uint32_t c = 0; c < chunks_; ++c) ready_.push_back(c);
+}
+
+Accepted ScatterReduce::accept(int source, std::uint32_t chunk, const InboundMessage& message) {
+  auto& seen = seen_[static_cast<std::size_t>(source) * chunks_ + chunk];
+  if (seen) return Accepted::duplicate;
+  if (closed_[chunk]) return Accepted::closed;  // closed at the deadline without it
+  const Extent e = layout_.chunk(rank_, chunk);
+  const int slot = source < rank_ ? source : source - 1;
+  float* dst = slots_.data() + slot * stride_ + (e.offset - layout_.shard_begin(rank_));
+  if (!message.copy_payload({reinterpret_cast<std::byte*>(dst), e.length * sizeof(float)})) return Accepted::unreadable;
+  seen = 1;
+  ++received_;
+  last_arrival_ = Clock::now();
+  if (++contributors_[chunk] == static_cast<std::uint32_t>(ranks_ - 1)) ready_.push_back(chunk);
+  return Accepted::taken;
+}
+
+std::optional<std::uint32_t> ScatterReduce::next_ready() {
+  if (ready_.empty()) return std::nullopt;
+  const std::uint32_t c = ready_.back();
+  ready_.pop_back();
+  return c;
+}
+
+ReducedChunk ScatterReduce::reduce(std::uint32_t chunk, float* own) {
+  const Extent e = layout_.chunk(rank_, chunk);
+  const std::uint64_t rel = e.offset - layout_.shard_begin(rank_);
+  float* acc_base = own + e.offset;
+  const auto contributors = 1 + static_cast<int>(contributors_[chunk]);
+  const bool partial = contributors < ranks_;
+  auto has = [&](int p) { return p == rank_ || seen_[static_cast<std::size_t>(p) * chunks_ + chunk]; };
+  // A chunk held from k of N contributors is scaled by N/k: unbiased for the sum.
+  const float scale = partial ? static_cast<float>(ranks_) / static_cast<float>(contributors) : 1.0f;
+  constexpr std::uint32_t kBlock = 1024;
+  float acc[kBlock];
+  for (std::uint32_t b = 0; b < e.length; b += kBlock) {
+    const std::uint32_t n = std::min(kBlock, e.length - b);
+    bool first = true;
+    for (int p = 0; p < ranks_; ++p) {
+      if (!has(p)) continue;
+      const float* src = p == rank_ ? acc_base + b : slots_.data() + (p < rank_ ? p : p - 1) * stride_ + rel + b;
+      if (first) std::memcpy(acc, src, n * sizeof(float));
+      else
+        for (std::uint32_t i = 0; i < n; ++i) acc[i] += src[i];
+      first = false;
+    }
+    if (partial)
+      for (std::uint32_t i = 0; i < n; ++i) acc[i] *= scale;
+    std::memcpy(acc_base + b, acc, n * sizeof(float));
+  }
+  closed_[chunk] = 1;
+  ++reduced_;
+  // Chunks are reduced in the order their contributions complete, so "last" are the last ones
+  // reduced, not the highest indices.
+  return {e, partial, reduced_ + last_slices_ > chunks_};
+}
+
+std::vector<std::uint32_t> ScatterReduce::open_chunks() const {
+  std::vector<std::uint32_t> open;
+  for (std::uint32_t c = 0; c < chunks_; ++c)
+    if (!closed_[c]) open.push_back(c);
+  return open;
+}
+
+}  // namespace optireduce

@@ -1,0 +1,57 @@
+// The scatter-reduce phase of one call, at the owner of a shard: which contributions came for
+// which chunk of the own shard, where they wait, and the reduction of a chunk once its
+// contributions are in (or its deadline passed).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "optireduce/engine/shard_layout.hpp"
+#include "optireduce/transport.hpp"
+
+namespace optireduce {
+
+enum class Accepted { taken, duplicate, closed, unreadable };
+
+struct ReducedChunk {
+  Extent extent;
+  bool partial = false;   // reduced without every contribution (and scaled)
+  bool last = false;      // among the last `last_slices` reduced: flagged so receivers can close early
+};
+
+class ScatterReduce {
+ public:
+  void begin(const ShardLayout& layout, int rank, std::uint32_t last_slices);
+
+  // A contribution of `source` to own chunk `chunk` (validated by the caller).
+  Accepted accept(int source, std::uint32_t chunk, const InboundMessage& message);
+  // A chunk whose contributions are all in, if any.
+  std::optional<std::uint32_t> next_ready();
+  // Sums chunk `chunk` by source rank (never arrival order, so results do not change from run
+  // to run) into `own` (the staged own shard), scaling a partial chunk; closes the chunk.
+  ReducedChunk reduce(std::uint32_t chunk, float* own);
+  // The chunks still open (the deadline closes them with what they have).
+  std::vector<std::uint32_t> open_chunks() const;
+
+  bool complete() const { return reduced_ == chunks_; }
+  bool expects_data() const { return chunks_ > 0; }
+  double received_fraction() const { return expected_ ? double(received_) / double(expected_) : 1.0; }
+  Clock::time_point last_arrival() const { return last_arrival_; }
+  std::size_t buffer_bytes() const { return slots_.capacity() * sizeof(float); }
+
+ private:
+  ShardLayout layout_;
+  int rank_ = 0, ranks_ = 1;
+  std::uint32_t chunks_ = 0, reduced_ = 0, last_slices_ = 1;
+  std::uint64_t stride_ = 0;                 // floats per source in slots_
+  std::vector<float> slots_;                 // other ranks' contributions, one stride each
+  std::vector<std::uint32_t> contributors_;  // per own chunk: contributions in
+  std::vector<std::uint8_t> closed_;         // per own chunk: reduced (later contributions are stale)
+  std::vector<std::uint8_t> seen_;           // [source][chunk]
+  std::vector<std::uint32_t> ready_;
+  std::uint64_t received_ = 0, expected_ = 0;
+  Clock::time_point last_arrival_{};
+};
+
+}  // namespace optireduce

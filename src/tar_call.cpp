@@ -1,0 +1,392 @@
+#include "optireduce/engine/tar_call.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "optireduce/engine/log.hpp"
+#include "optireduce/engine/tar_schedule.hpp"
+
+namespace optireduce {
+namespace {
+
+double us_since(Clock::time_point t) { return std::chrono::duration<double, std::micro>(Clock::now() - t).count(); }
+
+Clock::time_point after_us(Clock::time_point t, double us) {
+  return t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::micro>(us));
+}
+
+}  // namespace
+
+TarCall::TarCall(EngineState& state, Transport& transport, const TarRequest& request, CallStats stats,
+                 Clock::time_point start)
+    : s_(state),
+      transport_(transport),
+      request_(request),
+      probe_(request.probe),
+      stats_(std::move(stats)),
+      start_(start),
+      hard_deadline_(start + (stats_.kind == CallKind::bounded || request.probe ? state.options.timeout : state.options.watchdog)) {}
+
+Status TarCall::wait(Clock::time_point deadline, const std::function<bool()>& done) {
+  auto handler = [this](const InboundMessage& m) { handle(m); };
+  while (!done()) {
+    if (Clock::now() >= deadline) return Timeout("no progress from the peers");
+    Status st = transport_.poll(deadline, handler);
+    if (!st.ok() && st.code() != StatusCode::timeout) return st;
+  }
+  return {};
+}
+
+CallStats TarCall::run() {
+  if (injects_faults()) s_.faults.maybe_delay_entry();
+  Status st;
+  StagingBuffer* staging = s_.staging.acquire(transport_, bounded(), s_.epoch, hard_deadline_,
+                                              [this](Clock::time_point d, const std::function<bool()>& done) { return wait(d, done); }, st);
+  if (!staging) return fail(st);
+  begin(*staging);
+  stage_input();
+  // Deadlines and phase times count from here: encoding is this rank's own work, not the
+  // network's, and calibration calls (which never encode) must measure the same thing.
+  const auto scatter_start = Clock::now();
+  replay_early();
+  budget_ = budget();
+  stats_.deadline_us = bounded() ? budget_.us : PhaseTimes{};
+  if (st = run_scatter_reduce(scatter_start); !st.ok()) return fail(st);
+  const auto gather_start = Clock::now();
+  const auto gather_deadline = after_us(gather_start, budget_.us[1]);
+  if (st = run_all_gather(gather_start, gather_deadline); !st.ok()) return fail(st);
+  if (st = finish_sends(gather_deadline); !st.ok()) return fail(st);
+  teach_deadlines(scatter_start, gather_start);
+  if (!probe_) {
+    stats_.dropped_entries = s_.ledger.dropped();
+    stats_.filled_entries = s_.ledger.filled();
+  }
+  stats_.latency_us = us_since(start_);
+  return stats_;
+}
+
+void TarCall::replay_early() {
+  std::uint64_t stale = 0;
+  s_.early.replay(s_.epoch, [this](const WireHeader& h, std::span<const std::byte> payload) {
+    std::array<std::byte, WireHeader::kEncodedSize> bytes;
+    encode(h, bytes);
+    InboundMessage m;
+    m.source = static_cast<int>(h.source);
+    m.header = bytes;
+    m.payload = payload;
+    m.payload_size = payload.size();
+    m.arrived = Clock::now();
+    handle(m);
+  }, stale);
+  s_.rejects.stale += stale;
+}
+
+Status TarCall::run_scatter_reduce(Clock::time_point scatter_start) {
+  OR_RETURN_IF_ERROR(send_scatter());
+  reduce_ready();
+  OR_RETURN_IF_ERROR(run_phase(0, after_us(scatter_start, budget_.us[0]), [&] { return s_.scatter.complete(); },
+                               [&](int) { return s_.scatter.expects_data(); }));
+  if (!s_.scatter.complete()) {
+    if (!bounded()) return Timeout("the scatter-reduce did not complete");
+    for (std::uint32_t c : s_.scatter.open_chunks()) reduce(c);
+  }
+  stats_.phase_us[0] = us_since(scatter_start);
+  return {};
+}
+
+Status TarCall::run_all_gather(Clock::time_point gather_start, Clock::time_point gather_deadline) {
+  OR_RETURN_IF_ERROR(run_phase(1, gather_deadline, [&] { return s_.gather.complete(); },
+                               [&](int p) { return s_.layout.chunks_in_shard(p) > 0; }));
+  if (!s_.gather.complete() && !bounded()) return Timeout("the all-gather did not complete");
+  if (bounded() && !probe_ && s_.ranks > 1 && s_.options.agree_fill && s_.options.fill == FillPolicy::zero) {
+    stats_.fill_agreed = agree_on_fill();
+    if (!stats_.fill_agreed) ++s_.agreed.fill_agreement_incomplete;
+  }
+  if (!s_.gather.complete()) s_.gather.fill_missing(gather_target(), s_.options.fill, staging_->data.data(), s_.ledger);
+  if (transformed_) s_.hadamard.finish();
+  stats_.phase_us[1] = us_since(gather_start);
+  return {};
+}
+
+void TarCall::begin(StagingBuffer& staging) {
+  ++s_.epoch;
+  s_.in_call = true;
+  staging_ = &staging;
+  const std::uint64_t count = request_.count;
+  const TransportTraits traits = transport_.traits();
+  const std::size_t fits = (traits.max_message_bytes - WireHeader::kEncodedSize) / sizeof(float);
+  const auto chunk_elems = static_cast<std::uint32_t>(std::max<std::size_t>(1, std::min<std::size_t>(s_.options.chunk_elems, fits)));
+  s_.layout = ShardLayout(count, s_.ranks, chunk_elems);
+  s_.largest_call_bytes = std::max<std::size_t>(s_.largest_call_bytes, count * sizeof(float));
+  last_slices_ = traits.ordered ? kLastSlicesInOrder : kLastSlicesDatagrams;
+  s_.scatter.begin(s_.layout, s_.rank, last_slices_);
+  s_.gather.begin(s_.layout, s_.rank);
+  s_.ledger.begin(s_.layout);
+  s_.fill.begin(s_.layout, s_.ledger.total_chunks(), traits.max_message_bytes - WireHeader::kEncodedSize);
+  s_.stamps.reset(s_.ranks);
+  for (auto& l : s_.last_slices) l.begin(s_.ranks);
+  s_.done_from.assign(static_cast<std::size_t>(s_.ranks), 0);
+  // One header slot per send of this call, sized up front: a transport reads a header until its
+  // send completes. Scatter: every chunk of every other shard once; all-gather: every own chunk
+  // to every peer; a "done" to every peer; the missing lists twice.
+  const std::uint32_t own = s_.layout.chunks_in_shard(s_.rank);
+  const std::size_t sends = static_cast<std::size_t>(s_.ledger.total_chunks() - own) +
+                            static_cast<std::size_t>(own + 1 + FillAgreement::kCopies * s_.fill.pieces_per_rank()) * (s_.ranks - 1);
+  StagingPool::prepare(staging, count, sends, s_.ranks);
+  transformed_ = bounded() && !probe_ &&
+                 (s_.options.hadamard == HadamardMode::on ||
+                  (s_.options.hadamard == HadamardMode::automatic && s_.loss_budget.hadamard_active()));
+  stats_.transformed = transformed_;
+}
+
+void TarCall::stage_input() {
+  const float* input = request_.input;
+  float* staged = staging_->data.data();
+  scatter_source_ = staged;
+  if (transformed_) {
+    // Each shard encoded on its own, so a shard can be decoded as soon as it is complete and a
+    // lost chunk spreads over that shard's blocks.
+    s_.hadamard.begin(s_.layout, s_.comm_id, s_.epoch, input, staged, request_.output, s_.send_order);
+  } else if (bounded()) {
+    // Sends may outlive a bounded call: they read a staged copy, never the caller's buffer.
+    if (request_.count) std::memcpy(staged, input, request_.count * sizeof(float));
+  } else {
+    // An exact call returns only once every peer has all its data, so its scatter sends can read
+    // the caller's input directly; only the own shard, which becomes the reduced result, is staged.
+    const std::uint64_t own = s_.layout.shard_begin(s_.rank);
+    if (const std::uint64_t own_size = s_.layout.shard_size(s_.rank))
+      std::memcpy(staged + own, input + own, own_size * sizeof(float));
+    scatter_source_ = input;
+  }
+}
+
+PhaseDeadlines TarCall::budget() const {
+  if (probe_) return *probe_;
+  if (bounded()) return s_.deadlines.bounded_budget(request_.size_class);
+  PhaseDeadlines unbounded;
+  unbounded.us.fill(std::chrono::duration<double, std::micro>(s_.options.watchdog).count());
+  return unbounded;
+}
+
+Status TarCall::send(int peer, MessageKind kind, const Extent& extent, std::uint16_t flags, const float* base) {
+  WireHeader h;
+  h.kind = kind;
+  h.flags = flags;
+  h.source = static_cast<std::uint32_t>(s_.rank);
+  h.comm_id = s_.comm_id;
+  h.epoch = s_.epoch;
+  h.total = s_.layout.total();
+  h.offset = extent.offset;
+  h.length = extent.length;
+  h.stamp_scatter = static_cast<float>(s_.my_estimate_us[0]);
+  h.stamp_gather = static_cast<float>(s_.my_estimate_us[1]);
+  EncodedHeader header = staging_->next_header();
+  encode(h, header);
+  const auto* payload = extent.length ? reinterpret_cast<const std::byte*>(base + extent.offset) : nullptr;
+  const Lane lane = kind == MessageKind::scatter_chunk || kind == MessageKind::gather_chunk ? Lane::data : Lane::control;
+  Status st = transport_.send(peer, lane, header, {payload, extent.length * sizeof(float)});
+  if (st.ok()) s_.staging.note_posted(peer);
+  return st;
+}
+
+Status TarCall::send_scatter() {
+  auto handler = [this](const InboundMessage& m) { handle(m); };
+  Status st;
+  std::size_t sent = 0;
+  // Take in what arrived after each round of slices (one to every peer).
+  for_each_scatter_send(s_.layout, s_.rank, last_slices_, [&](const ScheduledSend& send_to) {
+    if (transformed_) s_.hadamard.await_encoded(send_to.peer);
+    st = send(send_to.peer, MessageKind::scatter_chunk, s_.layout.chunk(send_to.peer, send_to.chunk),
+              send_to.last_slice ? WireHeader::kFlagLastSlice : 0, scatter_source_);
+    if (st.ok() && ++sent % static_cast<std::size_t>(s_.ranks - 1) == 0) {
+      Status polled = transport_.poll(Clock::time_point::min(), handler);
+      if (!polled.ok() && polled.code() != StatusCode::timeout) st = polled;
+    }
+    return st.ok();
+  });
+  return st;
+}
+
+template <typename Complete, typename SendsToMe>
+Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, Complete&& complete, SendsToMe&& sends_to_me) {
+  auto deadline = std::min(phase_deadline, hard_deadline_);
+  bool grace_set = false;
+  auto handler = [this](const InboundMessage& m) { handle(m); };
+  while (!complete()) {
+    if (bounded() && !grace_set && s_.last_slices[phase].all_in(s_.rank, sends_to_me)) {
+      deadline = std::min(deadline, after_us(Clock::now(), DeadlineController::grace_us(budget_.us[phase])));
+      grace_set = true;
+    }
+    if (Clock::now() >= deadline) break;
+    Status st = transport_.poll(deadline, handler);
+    if (!st.ok() && st.code() != StatusCode::timeout) return st;
+    if (phase == 0) reduce_ready();
+  }
+  return {};
+}
+
+void TarCall::reduce_ready() {
+  while (auto c = s_.scatter.next_ready()) reduce(*c);
+}
+
+void TarCall::reduce(std::uint32_t chunk) {
+  if (transformed_) s_.hadamard.await_encoded(s_.rank);
+  float* own = staging_->data.data();
+  const ReducedChunk r = s_.scatter.reduce(chunk, own);
+  if (!transformed_) std::memcpy(request_.output + r.extent.offset, own + r.extent.offset, r.extent.length * sizeof(float));
+  if (r.partial) s_.ledger.drop(s_.ledger.global_chunk(s_.rank, chunk), r.extent.length);
+  if (transformed_ && s_.scatter.complete()) s_.hadamard.shard_final(s_.rank);
+  std::uint16_t flags = r.last ? WireHeader::kFlagLastSlice : 0;
+  if (r.partial) flags |= WireHeader::kFlagPartial;
+  for (int k = 1; k < s_.ranks; ++k) {
+    const int peer = rotation_peer(s_.rank, s_.ranks, k);
+    if (!send(peer, MessageKind::gather_chunk, r.extent, flags, own).ok()) OR_LOG(warn, "all-gather send to rank %d failed", peer);
+  }
+}
+
+void TarCall::handle(const InboundMessage& message) {
+  CallView view{s_.rank, s_.ranks, s_.comm_id, s_.epoch, s_.in_call, &s_.layout};
+  const Inbound in = classify(message, view);
+  switch (in.kind) {
+    case InboundKind::malformed: ++s_.rejects.malformed; return;
+    case InboundKind::foreign: ++s_.rejects.foreign; return;
+    case InboundKind::stale: ++s_.rejects.stale; return;
+    case InboundKind::misplaced: ++s_.rejects.misplaced; return;
+    case InboundKind::ignored: return;
+    case InboundKind::early:
+      if (!s_.early.keep(in.header, s_.epoch, message)) ++s_.rejects.overflow;
+      return;
+    case InboundKind::peer_done: s_.done_from[in.header.source] = 1; return;
+    case InboundKind::scatter_chunk: return on_scatter_chunk(in, message);
+    case InboundKind::gather_chunk: return on_gather_chunk(in, message);
+    case InboundKind::missing_list: return on_missing_list(in, message);
+  }
+}
+
+void TarCall::on_scatter_chunk(const Inbound& in, const InboundMessage& message) {
+  const int source = static_cast<int>(in.header.source);
+  s_.stamps.note(in.header.source, in.header.stamp_scatter, in.header.stamp_gather);
+  if (in.header.last_slice()) s_.last_slices[0].note(source);
+  if (injects_faults() && s_.faults.drop_received_chunk()) return;
+  switch (s_.scatter.accept(source, in.chunk, message)) {
+    case Accepted::duplicate: ++s_.rejects.duplicate; break;
+    case Accepted::closed: ++s_.rejects.stale; break;
+    case Accepted::taken:
+    case Accepted::unreadable: break;
+  }
+}
+
+void TarCall::on_gather_chunk(const Inbound& in, const InboundMessage& message) {
+  const int owner = static_cast<int>(in.header.source);
+  s_.stamps.note(in.header.source, in.header.stamp_scatter, in.header.stamp_gather);
+  if (in.header.last_slice()) s_.last_slices[1].note(owner);
+  if (injects_faults() && s_.faults.drop_received_chunk()) return;
+  if (s_.gather.has(owner, in.chunk)) {
+    ++s_.rejects.duplicate;
+    return;
+  }
+  // An owner whose deadline passed without this rank's contribution may answer before this
+  // rank's encode of that shard is done.
+  if (transformed_) s_.hadamard.await_encoded(owner);
+  if (s_.gather.accept(owner, in.chunk, message, gather_target()) != Accepted::taken) return;
+  if (transformed_ && s_.gather.shard_complete(owner)) s_.hadamard.shard_final(owner);
+  if (in.header.partial()) s_.ledger.drop(s_.ledger.global_chunk(owner, in.chunk), in.header.length);
+}
+
+void TarCall::on_missing_list(const Inbound& in, const InboundMessage& message) {
+  s_.stamps.note(in.header.source, in.header.stamp_scatter, in.header.stamp_gather);
+  const auto piece = bounded() ? s_.fill.piece_of(in.header, message.payload_size) : std::nullopt;
+  if (!piece) {
+    ++s_.rejects.misplaced;
+    return;
+  }
+  s_.fill.accept(static_cast<int>(in.header.source), *piece, in.header, message);
+}
+
+bool TarCall::agree_on_fill() {
+  s_.fill.build_own_list(s_.gather, s_.ledger, s_.rank, staging_->missing);
+  const auto& mine = staging_->missing;
+  for (int copy = 0; copy < FillAgreement::kCopies; ++copy)
+    for (int k = 1; k < s_.ranks; ++k) {
+      const int peer = rotation_peer(s_.rank, s_.ranks, k);
+      s_.fill.for_each_piece(mine, [&](std::uint64_t offset, std::span<const std::byte> piece) {
+        WireHeader h;
+        h.kind = MessageKind::missing_list;
+        h.source = static_cast<std::uint32_t>(s_.rank);
+        h.comm_id = s_.comm_id;
+        h.epoch = s_.epoch;
+        h.total = s_.layout.total();
+        h.offset = offset;
+        h.length = static_cast<std::uint32_t>(piece.size());
+        EncodedHeader header = staging_->next_header();
+        encode(h, header);
+        if (transport_.send(peer, Lane::control, header, piece).ok()) s_.staging.note_posted(peer);
+      });
+    }
+  // Every rank is at the end of its gather phase by now, or within a budget of it, or late
+  // beyond saving.
+  const auto until = std::min(after_us(Clock::now(), DeadlineController::agreement_wait_us(budget_.us[1])), hard_deadline_);
+  const bool complete = wait(until, [&] { return s_.fill.complete(s_.ranks); }).ok();
+  // A shard decoded meanwhile by the worker is decoded again if its data changes here.
+  if (transformed_) s_.hadamard.quiesce();
+  s_.fill.apply_union(s_.gather, gather_target(), s_.ledger, s_.rank, [&](int owner) {
+    if (transformed_) s_.hadamard.changed(owner);
+  });
+  return complete;
+}
+
+bool TarCall::peers_served() const {
+  for (int p = 0; p < s_.ranks; ++p)
+    if (p != s_.rank && !s_.done_from[p] && transport_.sends_in_flight(p) != 0) return false;
+  return true;
+}
+
+Status TarCall::finish_sends(Clock::time_point gather_deadline) {
+  // Tell the peers we have what we need, and keep driving our own queued sends until each peer
+  // has them (a shared-memory FIFO only moves while its sender progresses). A bounded call stops
+  // at its deadline whatever is still queued.
+  Status st;
+  for (int k = 1; k < s_.ranks && st.ok(); ++k)
+    st = send(rotation_peer(s_.rank, s_.ranks, k), MessageKind::peer_done, {0, 0}, WireHeader::kFlagLastSlice, nullptr);
+  if (st.ok()) {
+    st = wait(bounded() ? std::min(gather_deadline, hard_deadline_) : hard_deadline_, [&] { return peers_served(); });
+    if (bounded() && st.code() == StatusCode::timeout) st = {};
+  }
+  s_.in_call = false;
+  if (st.ok()) s_.staging.seal(*staging_);
+  return st;
+}
+
+void TarCall::teach_deadlines(Clock::time_point scatter_start, Clock::time_point gather_start) {
+  const PhaseTimes needed{
+      DeadlineController::needed_us(stats_.phase_us[0], s_.scatter.received_fraction(), scatter_start, s_.scatter.last_arrival()),
+      DeadlineController::needed_us(stats_.phase_us[1], s_.gather.received_fraction(), gather_start, s_.gather.last_arrival())};
+  s_.my_estimate_us = needed;
+  const unsigned cls = request_.size_class;
+  if (probe_) {
+    // A probe's phase times are its budget when anything was lost; its pace is the network's.
+    s_.record_calibration(cls, {needed[0] > 0 ? needed[0] : stats_.phase_us[0], needed[1] > 0 ? needed[1] : stats_.phase_us[1]});
+    s_.deadlines.record_estimate(cls, s_.stamps.medians());
+    return;
+  }
+  if (stats_.kind == CallKind::calibration || stats_.kind == CallKind::fallback) s_.record_calibration(cls, stats_.phase_us);
+  // Fallback calls run exactly but keep teaching the deadlines, so they are right when bounded
+  // calls resume.
+  if (bounded() || stats_.kind == CallKind::fallback) s_.deadlines.record_estimate(cls, s_.stamps.medians());
+}
+
+CallStats TarCall::fail(Status status) {
+  if (transformed_) s_.hadamard.quiesce();  // nothing may write into the caller's buffer after this
+  s_.in_call = false;
+  OR_LOG(error,
+         "allreduce of %llu floats (call %llu, %s) failed: %s; missing %llu gathered chunks, %s own shard, "
+         "%llu messages rejected, early store %zu",
+         static_cast<unsigned long long>(request_.count), static_cast<unsigned long long>(s_.epoch), to_string(stats_.kind),
+         status.text().c_str(), static_cast<unsigned long long>(s_.gather.remaining()),
+         s_.scatter.complete() ? "reduced" : "incomplete", static_cast<unsigned long long>(s_.rejects.total()), s_.early.size());
+  stats_.status = std::move(status);
+  stats_.latency_us = us_since(start_);
+  return stats_;
+}
+
+}  // namespace optireduce

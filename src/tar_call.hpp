@@ -1,0 +1,75 @@
+// One Transpose AllReduce over a transport: scatter-reduce, then all-gather, each phase under
+// its deadline when the call is bounded, and (bounded calls) the end-of-call fill agreement.
+// Constructed per call on the stack; everything it keeps between calls is in EngineState.
+#pragma once
+
+#include <cstdint>
+
+#include "optireduce/engine/engine_state.hpp"
+#include "optireduce/engine/inbound.hpp"
+
+namespace optireduce {
+
+struct TarRequest {
+  const float* input = nullptr;
+  float* output = nullptr;
+  std::uint64_t count = 0;
+  unsigned size_class = 0;
+  // A timing run of the datagram path on the data of an exact call (whose result came from the
+  // bootstrap), within this budget: it teaches the deadlines and returns nothing to the caller.
+  const PhaseDeadlines* probe = nullptr;
+};
+
+class TarCall {
+ public:
+  TarCall(EngineState& state, Transport& transport, const TarRequest& request, CallStats stats, Clock::time_point start);
+  CallStats run();
+
+  // Handles one arrived message (also while the call waits for a staging buffer, before it began).
+  void handle(const InboundMessage& message);
+
+ private:
+  bool bounded() const { return stats_.kind == CallKind::bounded || probe_; }
+  bool injects_faults() const { return stats_.kind == CallKind::bounded && !probe_; }
+  Status wait(Clock::time_point deadline, const std::function<bool()>& done);
+
+  void begin(StagingBuffer& staging);
+  void stage_input();
+  void replay_early();
+  Status run_scatter_reduce(Clock::time_point scatter_start);
+  Status run_all_gather(Clock::time_point gather_start, Clock::time_point gather_deadline);
+  PhaseDeadlines budget() const;
+  Status send_scatter();
+  Status send(int peer, MessageKind kind, const Extent& extent, std::uint16_t flags, const float* base);
+  // Runs one phase until `complete`, its deadline, or (once every sender's last slice is in) a
+  // short grace fixed at that moment.
+  template <typename Complete, typename SendsToMe>
+  Status run_phase(std::size_t phase, Clock::time_point phase_deadline, Complete&& complete, SendsToMe&& sends_to_me);
+  void reduce_ready();
+  void reduce(std::uint32_t chunk);
+  void on_scatter_chunk(const Inbound& in, const InboundMessage& message);
+  void on_gather_chunk(const Inbound& in, const InboundMessage& message);
+  void on_missing_list(const Inbound& in, const InboundMessage& message);
+  // Bounded calls: the ranks agree on the chunks every rank fills (fill_agreement.hpp).
+  bool agree_on_fill();
+  Status finish_sends(Clock::time_point phase_deadline);
+  void teach_deadlines(Clock::time_point scatter_start, Clock::time_point gather_start);
+  CallStats fail(Status status);
+  float* gather_target() const { return transformed_ ? staging_->data.data() : request_.output; }
+  bool peers_served() const;
+
+  EngineState& s_;
+  Transport& transport_;
+  const TarRequest request_;
+  const PhaseDeadlines* probe_;
+  CallStats stats_;
+  const Clock::time_point start_;
+  const Clock::time_point hard_deadline_;
+  StagingBuffer* staging_ = nullptr;
+  const float* scatter_source_ = nullptr;  // staging, or the caller's input in exact calls
+  bool transformed_ = false;
+  std::uint32_t last_slices_ = 1;
+  PhaseDeadlines budget_;
+};
+
+}  // namespace optireduce
