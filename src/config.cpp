@@ -17,7 +17,7 @@ constexpr const char* kUcxPrefix = "OPTIREDUCE_UCX_";
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 const Parameter* find_parameter(const std::string& name) {
-  for (const auto* table : {&engine_parameters(), &transport_parameters(), &output_parameters()})
+  for (const auto* table : {&engine_parameters(), &fault_parameters(), &transport_parameters(), &output_parameters()})
     for (const auto& p : *table)
       if (p.info.name == name) return &p;
   return nullptr;
@@ -37,7 +37,7 @@ const char* to_string(Mode mode) {
 const std::vector<ParameterInfo>& parameters() {
   static const std::vector<ParameterInfo> infos = [] {
     std::vector<ParameterInfo> v;
-    for (const auto* table : {&engine_parameters(), &transport_parameters(), &output_parameters()})
+    for (const auto* table : {&engine_parameters(), &fault_parameters(), &transport_parameters(), &output_parameters()})
       for (const auto& p : *table) v.push_back(p.info);
     return v;
   }();

@@ -65,6 +65,7 @@ struct Parameter {
 
 // The tables of config_tables.cpp, one per component, in documentation order.
 const std::vector<Parameter>& engine_parameters();
+const std::vector<Parameter>& fault_parameters();
 const std::vector<Parameter>& transport_parameters();
 const std::vector<Parameter>& output_parameters();
 

@@ -1,4 +1,5 @@
-// The parameter tables, one per component: the engine, the transports, the outputs. Each
+// The parameter tables, one per component: the engine, its fault injection, the transports,
+// the outputs. Each
 // default is written once, in defaults.hpp (or as the Config member's initializer for
 // choices), and printed from there.
 #include <bit>
@@ -161,6 +162,12 @@ const std::vector<Parameter>& engine_parameters() {
          c.calibration_calls = static_cast<unsigned>(n);
          return true;
        }},
+  };
+  return table;
+}
+
+const std::vector<Parameter>& fault_parameters() {
+  static const std::vector<Parameter> table = {
       {{"OPTIREDUCE_FAULT_DROP", "0", "a fraction from 0 to 1",
         "testing: probability that a received chunk of a bounded call is discarded"},
        fraction([](Config& c, double x) { c.faults.drop = x; })},

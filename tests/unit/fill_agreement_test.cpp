@@ -1,0 +1,80 @@
+// The end-of-call fill agreement: lists of missing chunks, their pieces, and the union.
+#include <gtest/gtest.h>
+
+#include <array>
+
+#include "optireduce/engine/fill_agreement.hpp"
+
+namespace optireduce {
+namespace {
+
+TEST(FillAgreement, TheUnionOfTheListsIsFilledEverywhere) {
+  const ShardLayout layout(40, 2, 5);  // shards of 20, 4 chunks each, 8 chunks in all
+  LossLedger ledger;
+  ledger.begin(layout);
+  AllGather gather;
+  gather.begin(layout, 0);
+  std::vector<float> target(40, 7.0f);
+  std::vector<float> chunk(5, 3.0f);
+  InboundMessage m;
+  m.payload = std::span<const std::byte>(reinterpret_cast<const std::byte*>(chunk.data()), 20);
+  m.payload_size = 20;
+  for (std::uint32_t c : {0u, 1u, 3u}) ASSERT_EQ(gather.accept(1, c, m, target.data()), Accepted::taken);  // chunk 2 lost
+
+  FillAgreement fill;
+  fill.begin(layout, ledger.total_chunks(), 1);  // one byte per piece
+  std::vector<std::byte> mine;
+  fill.build_own_list(gather, ledger, 0, mine);
+  ASSERT_EQ(mine.size(), 1u);
+  EXPECT_EQ(mine[0], std::byte{1u << 6}) << "global chunk 4 + 2";
+  // The peer lacks chunk 1 of this rank's shard.
+  WireHeader h;
+  h.kind = MessageKind::missing_list;
+  h.total = 40;
+  h.offset = 0;
+  h.length = 1;
+  const std::array<std::byte, 1> theirs{std::byte{1u << 1}};
+  InboundMessage list;
+  list.payload = theirs;
+  list.payload_size = 1;
+  const auto piece = fill.piece_of(h, 1);
+  ASSERT_TRUE(piece);
+  fill.accept(1, *piece, h, list);
+  EXPECT_TRUE(fill.complete(2));
+  int changed = 0;
+  fill.apply_union(gather, target.data(), ledger, 0, [&](int owner) { changed += owner == 0; });
+  gather.fill_missing(target.data(), FillPolicy::zero, target.data(), ledger);
+  EXPECT_EQ(changed, 1);
+  for (int i = 5; i < 10; ++i) EXPECT_EQ(target[i], 0.0f) << "own chunk 1, lacked by the peer";
+  for (int i = 30; i < 35; ++i) EXPECT_EQ(target[i], 0.0f) << "chunk 2 of shard 1, lost here";
+  EXPECT_EQ(target[20], 3.0f);
+  EXPECT_EQ(ledger.dropped(), 10u);
+  EXPECT_EQ(ledger.filled(), 10u);
+}
+
+TEST(FillAgreement, PiecesThatDoNotFitAreRefused) {
+  const ShardLayout layout(4000, 2, 5);  // 800 chunks: a 100-byte list
+  LossLedger ledger;
+  ledger.begin(layout);
+  FillAgreement fill;
+  fill.begin(layout, ledger.total_chunks(), 64);  // two pieces: 64 and 36 bytes
+  WireHeader h;
+  h.total = 4000;
+  h.offset = 64;
+  h.length = 36;
+  EXPECT_TRUE(fill.piece_of(h, 36));
+  EXPECT_FALSE(fill.piece_of(h, 35)) << "payload shorter than the header";
+  h.offset = 32;
+  EXPECT_FALSE(fill.piece_of(h, 36)) << "not a piece boundary";
+  h.offset = 128;
+  EXPECT_FALSE(fill.piece_of(h, 36)) << "past the list";
+  h.offset = 0;
+  h.length = 36;
+  EXPECT_FALSE(fill.piece_of(h, 36)) << "a first piece is 64 bytes";
+  h.total = 4001;
+  h.length = 64;
+  EXPECT_FALSE(fill.piece_of(h, 64)) << "another call";
+}
+
+}  // namespace
+}  // namespace optireduce

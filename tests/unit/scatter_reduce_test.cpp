@@ -1,0 +1,60 @@
+// The owner's side of the scatter-reduce: contributions by chunk, the reduction in rank order,
+// the scale of a partial chunk.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "optireduce/engine/scatter_reduce.hpp"
+
+namespace optireduce {
+namespace {
+
+InboundMessage holding(const std::vector<float>& values) {
+  InboundMessage m;
+  m.payload = std::span<const std::byte>(reinterpret_cast<const std::byte*>(values.data()), values.size() * sizeof(float));
+  m.payload_size = m.payload.size();
+  return m;
+}
+
+TEST(ScatterReduce, SumsInRankOrderWhateverTheArrivalOrder) {
+  // Values whose float sum depends on the order: 1e8 + 1 - 1e8 is 0 or 1.
+  const ShardLayout layout(12, 3, 2);  // shards of 4, chunks of 2
+  const float by_rank[3] = {1e8f, 1.0f, -1e8f};
+  std::vector<float> results[2];
+  for (int order = 0; order < 2; ++order) {
+    ScatterReduce phase;
+    phase.begin(layout, 0, 1);
+    std::vector<float> own(12, by_rank[0]);
+    const int arrival[2][2] = {{1, 2}, {2, 1}};
+    for (int source : arrival[order])
+      for (std::uint32_t c = 0; c < 2; ++c) ASSERT_EQ(phase.accept(source, c, holding(std::vector<float>(2, by_rank[source]))), Accepted::taken);
+    while (auto c = phase.next_ready()) {
+      const ReducedChunk r = phase.reduce(*c, own.data());
+      EXPECT_FALSE(r.partial);
+    }
+    EXPECT_TRUE(phase.complete());
+    results[order].assign(own.begin(), own.begin() + 4);
+  }
+  EXPECT_EQ(std::memcmp(results[0].data(), results[1].data(), 4 * sizeof(float)), 0);
+  EXPECT_EQ(results[0][0], (1e8f + 1.0f) + -1e8f);
+}
+
+TEST(ScatterReduce, APartialChunkIsScaledAndLateDataIsRefused) {
+  const ShardLayout layout(8, 4, 2);  // shards of 2: one chunk each
+  ScatterReduce phase;
+  phase.begin(layout, 0, 1);
+  std::vector<float> own(8, 1.0f);
+  ASSERT_EQ(phase.accept(1, 0, holding({2.0f, 2.0f})), Accepted::taken);
+  ASSERT_EQ(phase.accept(1, 0, holding({2.0f, 2.0f})), Accepted::duplicate);
+  EXPECT_FALSE(phase.next_ready());
+  ASSERT_EQ(phase.open_chunks(), std::vector<std::uint32_t>{0});
+  const ReducedChunk r = phase.reduce(0, own.data());  // the deadline: 2 of 4 contributions
+  EXPECT_TRUE(r.partial);
+  EXPECT_FLOAT_EQ(own[0], (1.0f + 2.0f) * 4 / 2);
+  EXPECT_EQ(phase.accept(2, 0, holding({5.0f, 5.0f})), Accepted::closed);
+  EXPECT_DOUBLE_EQ(phase.received_fraction(), 1.0 / 3);
+}
+
+}  // namespace
+}  // namespace optireduce

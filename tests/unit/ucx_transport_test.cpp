@@ -1,0 +1,93 @@
+// The UCX transport on its own: two of them in one process (each its own worker on the shared
+// context), connected over the host's transports, exchanging messages of every size class
+// (eager and rendezvous), each named by the endpoint it came on.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+#include <thread>
+
+#include "optireduce/ucx/ucx_transport.hpp"
+
+namespace optireduce {
+namespace {
+
+struct Pair {
+  std::vector<std::unique_ptr<Transport>> t;
+};
+
+Pair connected_pair() {
+  Pair p;
+  for (int r = 0; r < 2; ++r) {
+    Status status;
+    p.t.push_back(ucx::make_transport({256u << 10}, status));
+    EXPECT_TRUE(status.ok()) << status.text();
+  }
+  const std::vector<std::vector<std::byte>> addresses{p.t[0]->local_address(), p.t[1]->local_address()};
+  Status connected[2];
+  // Both sides connect at once, each driving its own worker.
+  std::thread other([&] { connected[1] = p.t[1]->connect(1, addresses, Clock::now() + std::chrono::seconds(30)); });
+  connected[0] = p.t[0]->connect(0, addresses, Clock::now() + std::chrono::seconds(30));
+  other.join();
+  EXPECT_TRUE(connected[0].ok()) << connected[0].text();
+  EXPECT_TRUE(connected[1].ok()) << connected[1].text();
+  return p;
+}
+
+TEST(UcxTransport, MessagesOfEverySizeArriveWholeFromTheRightRank) {
+  Pair p = connected_pair();
+  ASSERT_EQ(p.t.size(), 2u);
+  EXPECT_TRUE(p.t[0]->traits().reliable);
+  EXPECT_TRUE(p.t[0]->traits().ordered);
+  for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{4096}, std::size_t{300000}, std::size_t{8u << 20}}) {
+    std::vector<std::byte> header(56, std::byte{0x11});
+    std::vector<std::byte> payload(bytes);
+    for (std::size_t i = 0; i < bytes; ++i) payload[i] = static_cast<std::byte>(i * 31 + 7);
+    ASSERT_TRUE(p.t[0]->send(1, Lane::data, header, payload).ok());
+    bool got = false;
+    const auto deadline = Clock::now() + std::chrono::seconds(30);
+    while (!got && Clock::now() < deadline) {
+      (void)p.t[0]->poll(Clock::time_point::min(), [](const InboundMessage&) {});  // drive the sender
+      (void)p.t[1]->poll(Clock::now() + std::chrono::milliseconds(5), [&](const InboundMessage& m) {
+        EXPECT_EQ(m.source, 0);
+        EXPECT_EQ(m.payload_size, bytes);
+        ASSERT_EQ(m.header.size(), header.size());
+        std::vector<std::byte> into(m.payload_size);
+        ASSERT_TRUE(m.copy_payload(into));
+        EXPECT_EQ(into, payload) << bytes << " bytes";
+        got = true;
+      });
+    }
+    EXPECT_TRUE(got) << bytes << " bytes never arrived";
+    while (p.t[0]->sends_in_flight(1) && Clock::now() < deadline)
+      (void)p.t[0]->poll(Clock::now() + std::chrono::milliseconds(1), [](const InboundMessage&) {});
+    EXPECT_EQ(p.t[0]->sends_in_flight(1), 0u);
+  }
+  const TransportCounters c = p.t[1]->counters();
+  EXPECT_EQ(c.messages_received, 5u);
+  EXPECT_EQ(c.rejected(), 0u);
+}
+
+TEST(UcxTransport, AStrangersEndpointIsNotARank) {
+  Pair p = connected_pair();
+  // A third worker that knows rank 1's address but is not part of the job: it connects on its
+  // own and sends; rank 1 must not take it for anyone.
+  Status status;
+  auto stranger = ucx::make_transport({256u << 10}, status);
+  ASSERT_TRUE(stranger) << status.text();
+  const std::vector<std::vector<std::byte>> addresses{stranger->local_address(), p.t[1]->local_address()};
+  (void)stranger->connect(0, addresses, Clock::now() + std::chrono::milliseconds(300));  // no hello comes back
+  std::vector<std::byte> header(56, std::byte{0x22});
+  (void)stranger->send(1, Lane::data, header, {});
+  int delivered = 0;
+  const auto until = Clock::now() + std::chrono::milliseconds(500);
+  while (Clock::now() < until) {
+    (void)stranger->poll(Clock::time_point::min(), [](const InboundMessage&) {});
+    (void)p.t[1]->poll(Clock::now() + std::chrono::milliseconds(5), [&](const InboundMessage&) { ++delivered; });
+  }
+  EXPECT_EQ(delivered, 0);
+  EXPECT_GE(p.t[1]->counters().rejected_unauthenticated, 1u);
+}
+
+}  // namespace
+}  // namespace optireduce
