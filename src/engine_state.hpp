@@ -57,6 +57,13 @@ struct EngineState {
   }
 
   std::vector<int> send_order;  // shards in the order this rank's sends first need them
+  // A peer's notice that it gave up on a call this rank is in (or has left): this rank's call
+  // fails with the same error, so every rank takes the same path afterwards.
+  Status peer_failure;
+  struct FailureNotice {
+    std::array<std::byte, WireHeader::kEncodedSize> header{};
+    std::vector<std::byte> payload;  // the ranks that did not answer, u32 each
+  } failure_notice;
   PhaseTimes my_estimate_us{};  // this rank's latest phase estimates (stamped into its messages)
   LossBudgetAgreement loss_budget;
   RejectCounts rejects;

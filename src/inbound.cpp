@@ -26,6 +26,12 @@ Inbound classify(const InboundMessage& message, const CallView& call) {
     in.kind = InboundKind::foreign;
     return in;
   }
+  if (h.kind == MessageKind::call_failed) {
+    // A failure of this call or an earlier one fails the call in progress; one of a later call
+    // waits for this rank to get there.
+    in.kind = h.epoch > call.epoch ? InboundKind::early : InboundKind::call_failed;
+    return in;
+  }
   if (h.kind == MessageKind::peer_done) {
     in.kind = h.epoch == call.epoch && call.in_call && h.length == 0 ? InboundKind::peer_done : InboundKind::ignored;
     return in;

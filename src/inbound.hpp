@@ -21,6 +21,7 @@ enum class InboundKind {
   scatter_chunk,  // `chunk` is the index within this rank's shard
   gather_chunk,   // `chunk` is the index within the sender's shard
   missing_list,   // geometry is checked by the fill agreement
+  call_failed,    // a peer gave up on this call (or an earlier one this rank has left)
 };
 
 struct Inbound {

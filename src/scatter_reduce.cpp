@@ -80,6 +80,12 @@ ReducedChunk ScatterReduce::reduce(std::uint32_t chunk, float* own) {
   return {e, partial, reduced_ + last_slices_ > chunks_};
 }
 
+bool ScatterReduce::waiting_for(int source) const {
+  for (std::uint32_t c = 0; c < chunks_; ++c)
+    if (!closed_[c] && !seen_[static_cast<std::size_t>(source) * chunks_ + c]) return true;
+  return false;
+}
+
 std::vector<std::uint32_t> ScatterReduce::open_chunks() const {
   std::vector<std::uint32_t> open;
   for (std::uint32_t c = 0; c < chunks_; ++c)

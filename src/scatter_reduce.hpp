@@ -33,6 +33,8 @@ class ScatterReduce {
   ReducedChunk reduce(std::uint32_t chunk, float* own);
   // The chunks still open (the deadline closes them with what they have).
   std::vector<std::uint32_t> open_chunks() const;
+  // Whether `source` still owes a contribution to an open chunk.
+  bool waiting_for(int source) const;
 
   bool complete() const { return reduced_ == chunks_; }
   bool expects_data() const { return chunks_ > 0; }

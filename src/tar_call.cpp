@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "optireduce/byte_order.hpp"
 #include "optireduce/engine/log.hpp"
 #include "optireduce/engine/tar_schedule.hpp"
 
@@ -30,6 +31,7 @@ TarCall::TarCall(EngineState& state, Transport& transport, const TarRequest& req
 Status TarCall::wait(Clock::time_point deadline, const std::function<bool()>& done) {
   auto handler = [this](const InboundMessage& m) { handle(m); };
   while (!done()) {
+    if (!s_.peer_failure.ok()) return s_.peer_failure;
     if (Clock::now() >= deadline) return Timeout("no progress from the peers");
     Status st = transport_.poll(deadline, handler);
     if (!st.ok() && st.code() != StatusCode::timeout) return st;
@@ -49,6 +51,7 @@ CallStats TarCall::run() {
   // network's, and calibration calls (which never encode) must measure the same thing.
   const auto scatter_start = Clock::now();
   replay_early();
+  if (!s_.peer_failure.ok()) return fail(s_.peer_failure);
   budget_ = budget();
   stats_.deadline_us = bounded() ? budget_.us : PhaseTimes{};
   if (st = run_scatter_reduce(scatter_start); !st.ok()) return fail(st);
@@ -218,6 +221,7 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
       grace_set = true;
     }
     if (Clock::now() >= deadline) break;
+    if (!s_.peer_failure.ok()) return s_.peer_failure;
     Status st = transport_.poll(deadline, handler);
     if (!st.ok() && st.code() != StatusCode::timeout) return st;
     if (phase == 0) reduce_ready();
@@ -260,6 +264,7 @@ void TarCall::handle(const InboundMessage& message) {
     case InboundKind::scatter_chunk: return on_scatter_chunk(in, message);
     case InboundKind::gather_chunk: return on_gather_chunk(in, message);
     case InboundKind::missing_list: return on_missing_list(in, message);
+    case InboundKind::call_failed: return on_call_failed(in, message);
   }
 }
 
@@ -375,8 +380,63 @@ void TarCall::teach_deadlines(Clock::time_point scatter_start, Clock::time_point
   if (bounded() || stats_.kind == CallKind::fallback) s_.deadlines.record_estimate(cls, s_.stamps.medians());
 }
 
+void TarCall::on_call_failed(const Inbound& in, const InboundMessage& message) {
+  if (!s_.peer_failure.ok()) return;
+  std::vector<std::byte> list(std::min<std::size_t>(message.payload_size, 4 * static_cast<std::size_t>(s_.ranks)));
+  if (list.size() != message.payload_size || !message.copy_payload(list)) return;
+  std::string ranks;
+  for (std::size_t at = 0; at + 4 <= list.size(); at += 4)
+    ranks += (ranks.empty() ? "" : ", ") + std::to_string(get_le<std::uint32_t>(list.data() + at));
+  s_.peer_failure = PeerError("rank " + std::to_string(in.header.source) + " gave up on call " + std::to_string(in.header.epoch) +
+                              (ranks.empty() ? std::string() : ": ranks " + ranks + " did not answer"));
+}
+
+std::vector<int> TarCall::unresponsive_peers() const {
+  std::vector<int> peers;
+  for (int p = 0; p < s_.ranks; ++p) {
+    if (p == s_.rank) continue;
+    const bool owes_data = s_.in_call && (s_.scatter.waiting_for(p) || !s_.gather.shard_complete(p));
+    const bool holds_ours = !s_.done_from.empty() && !s_.done_from[p] && transport_.sends_in_flight(p) != 0;
+    if (owes_data || holds_ours) peers.push_back(p);
+  }
+  return peers;
+}
+
+void TarCall::notify_failure(const std::vector<int>& ranks) {
+  // Kept in the engine's state: the sends may outlive this call.
+  auto& notice = s_.failure_notice;
+  notice.payload.assign(4 * ranks.size(), std::byte{0});
+  for (std::size_t i = 0; i < ranks.size(); ++i) put_le<std::uint32_t>(notice.payload.data() + 4 * i, static_cast<std::uint32_t>(ranks[i]));
+  WireHeader h;
+  h.kind = MessageKind::call_failed;
+  h.source = static_cast<std::uint32_t>(s_.rank);
+  h.comm_id = s_.comm_id;
+  h.epoch = staging_ ? s_.epoch : s_.epoch + 1;  // the call this rank is in, or was about to begin
+  h.total = request_.count;
+  encode(h, notice.header);
+  for (int k = 1; k < s_.ranks; ++k) (void)transport_.send(rotation_peer(s_.rank, s_.ranks, k), Lane::control, notice.header, notice.payload);
+  // Push the notices out for a moment: the peers may be waiting for something from this rank.
+  auto handler = [](const InboundMessage&) {};
+  const auto until = Clock::now() + std::chrono::milliseconds(200);
+  auto sent = [&] {
+    for (int p = 0; p < s_.ranks; ++p)
+      if (p != s_.rank && transport_.sends_in_flight(p) != 0) return false;
+    return true;
+  };
+  while (!sent() && Clock::now() < until) (void)transport_.poll(until, handler);
+}
+
 CallStats TarCall::fail(Status status) {
   if (transformed_) s_.hadamard.quiesce();  // nothing may write into the caller's buffer after this
+  if (s_.peer_failure.ok() && status.code() == StatusCode::timeout) {
+    const std::vector<int> peers = unresponsive_peers();
+    std::string names;
+    for (int p : peers) names += (names.empty() ? "" : ", ") + std::to_string(p);
+    status = Timeout((peers.empty() ? std::string("no answer") : "ranks " + names + " did not answer") + " within " +
+                     std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(hard_deadline_ - start_).count()) +
+                     " ms (" + status.message() + ")");
+    notify_failure(peers);
+  }
   s_.in_call = false;
   OR_LOG(error,
          "allreduce of %llu floats (call %llu, %s) failed: %s; missing %llu gathered chunks, %s own shard, "
