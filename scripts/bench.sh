@@ -68,6 +68,9 @@ output and others:
   --out-dir DIR        where the results go (default results/bench/<timestamp>)
   --tolerance X        largest relative RMS error of a bounded call that reports no dropped entry
                        (default 1e-3)
+  --syscalls           count each rank's system calls with strace -c (DIR/runs/*/strace.*) and
+                       report send and receive calls per allreduce call; strace slows every
+                       contender down: its timings are not comparable, run it on its own
   --inject-wrong-result
                        testing: every contender's first call returns one wrong entry on rank 0;
                        the check must then fail (exit 1, "WRONG" in the table)
@@ -120,6 +123,7 @@ build_dir=build
 out_dir=""
 tolerance=1e-3
 inject=0
+syscalls=0
 dry_run=0
 orig_args=("$@")
 
@@ -157,6 +161,7 @@ while [ $# -gt 0 ]; do
     --build-dir) need "$@"; build_dir=$2; shift 2 ;;
     --out-dir) need "$@"; out_dir=$2; shift 2 ;;
     --tolerance) need "$@"; tolerance=$2; shift 2 ;;
+    --syscalls) syscalls=1; shift ;;
     --inject-wrong-result) inject=1; shift ;;
     --dry-run) dry_run=1; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -214,6 +219,7 @@ py=/usr/bin/python3
 [ -x "$py" ] || die "$py not found"
 command -v mpirun >/dev/null || die "mpirun not found (scripts/setup.sh installs Open MPI)"
 command -v timeout >/dev/null || die "timeout not found (coreutils)"
+[ "$syscalls" = 0 ] || command -v strace >/dev/null || die "--syscalls needs strace (apt-get install strace)"
 if [ "$net_kind" = netns ] || [ "$net_kind" = cluster ]; then
   [ "$(id -u)" -eq 0 ] || die "--net $net must run as root (network namespaces)"
 fi
@@ -276,12 +282,17 @@ job_command() {  # contender dir
     esac
   done
   program_args "$dir" "$c"
+  # --syscalls: strace -c per rank (MPI: one file per rank; Gloo: its launcher and all its ranks).
   if [ "$runner" = gloo ]; then
     [ "$net_kind" != cluster ] || { skip_reason="gloo starts its ranks on one host: not with --net cluster"; return 1; }
     for a in "${common_env[@]}"; do cmd+=("$a"); done
     [ ${#cmd[@]} -eq 0 ] || cmd=(env "${cmd[@]}")
+    [ "$syscalls" = 1 ] && cmd+=(strace -f -qq -c -o "$dir/strace.all")
     cmd+=("$py" "$gloo_py" --ranks "$ranks" --timeout "$timeout_s" "${prog_args[@]}")
   else
+    local -a program=("$bench_bin")
+    # shellcheck disable=SC2016  # expanded by the rank's shell: the rank number is known there
+    [ "$syscalls" = 1 ] && program=(sh -c 'exec strace -f -qq -c -o "$0.$OMPI_COMM_WORLD_RANK" "$@"' "$dir/strace" "$bench_bin")
     # -x VAR=VALUE, each variable once, the last setting winning.
     local -A value=()
     local -a names=() env=()
@@ -298,9 +309,9 @@ job_command() {  # contender dir
     for a in "${names[@]}"; do x+=(-x "$a=${value[$a]}"); done
     if [ "$net_kind" = cluster ]; then
       cmd=("$root/scripts/cluster.sh" --hosts "$hosts" --drop "$drop" --stats "$dir/links.json" -q --mpirun --
-           "${x[@]}" "$bench_bin" "${prog_args[@]}")
+           "${x[@]}" "${program[@]}" "${prog_args[@]}")
     else
-      cmd=(mpirun -np "$ranks" --oversubscribe "${mpi_net[@]}" "${x[@]}" "$bench_bin" "${prog_args[@]}")
+      cmd=(mpirun -np "$ranks" --oversubscribe "${mpi_net[@]}" "${x[@]}" "${program[@]}" "${prog_args[@]}")
     fi
   fi
   if [ "$net_kind" = netns ]; then
@@ -325,7 +336,7 @@ write_meta() {  # state
   BM_STATE=$1 BM_DEFS=$defs_json BM_CMD=$(quote "$0" "${orig_args[@]}") BM_NET=$net BM_MODE=$mode BM_LIST=$list \
   BM_WARMUP=$warmup BM_ITERS=$iters BM_ROUNDS=$rounds BM_RANKS=$ranks BM_ORDER=$order BM_BASELINE=$baseline \
   BM_CONTENDERS="${contender_list[*]}" BM_BUILD=$build_dir BM_LOAD0=$load_start BM_UPTIME0=$uptime_start \
-  BM_INPLACE=$in_place BM_TOL=$tolerance BM_COMMIT=$(git -C "$root" rev-parse --short HEAD 2>/dev/null) \
+  BM_INPLACE=$in_place BM_TOL=$tolerance BM_SYSCALLS=$syscalls BM_COMMIT=$(git -C "$root" rev-parse --short HEAD 2>/dev/null) \
   BM_DIRTY=$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | wc -l) BM_START=$start_date \
   "$py" - "$out_dir/meta.json" <<'PY'
 import json, os, sys
@@ -335,7 +346,7 @@ json.dump({"state": e["BM_STATE"], "command": e["BM_CMD"], "net": e["BM_NET"], "
            "list": e["BM_LIST"], "in_place": e["BM_INPLACE"] == "1", "warmup": int(e["BM_WARMUP"]),
            "iters": int(e["BM_ITERS"]), "rounds": int(e["BM_ROUNDS"]), "ranks": int(e["BM_RANKS"]),
            "order": e["BM_ORDER"], "baseline": e["BM_BASELINE"], "contenders": e["BM_CONTENDERS"].split(),
-           "definitions": defs, "tolerance": float(e["BM_TOL"]), "build_dir": e["BM_BUILD"],
+           "definitions": defs, "tolerance": float(e["BM_TOL"]), "syscalls": e["BM_SYSCALLS"] == "1", "build_dir": e["BM_BUILD"],
            "commit": e["BM_COMMIT"], "uncommitted_changes": int(e["BM_DIRTY"] or 0), "started": e["BM_START"],
            "host_cpus": os.cpu_count(), "loadavg_start": e["BM_LOAD0"], "uptime_start": e["BM_UPTIME0"],
            "loadavg_end": open("/proc/loadavg").read().split()[:3] if e["BM_STATE"] == "complete" else None,

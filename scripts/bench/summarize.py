@@ -58,6 +58,27 @@ def kinds_text(k):
     return ", ".join(parts) if parts else "–"
 
 
+# System calls that move a message (strace -c names), for --syscalls.
+SEND_CALLS = ("sendmsg", "sendmmsg", "sendto", "write", "writev")
+RECV_CALLS = ("recvmsg", "recvmmsg", "recvfrom", "read", "readv")
+
+
+def strace_counts(run_dir):
+    """{syscall: calls} summed over the job's strace -c files, or None without any."""
+    files = [f for f in os.listdir(run_dir) if f.startswith("strace.")] if os.path.isdir(run_dir) else []
+    if not files:
+        return None
+    counts = {}
+    for name in files:
+        with open(os.path.join(run_dir, name)) as f:
+            for line in f:
+                p = line.split()
+                # "% time seconds usecs/call calls [errors] syscall"
+                if len(p) >= 5 and p[0][0].isdigit() and p[3].isdigit() and p[-1] != "total":
+                    counts[p[-1]] = counts.get(p[-1], 0) + int(p[3])
+    return counts
+
+
 def main():
     out = sys.argv[1]
     meta = load(os.path.join(out, "meta.json")) or {}
@@ -129,6 +150,15 @@ def main():
             lo = [x["measured_drop_fraction"] for x in lo if x]
             if lo:
                 row["lo_drop_fraction_median"] = statistics.median(lo)
+            sc = [strace_counts(os.path.join(out, "runs", f"r{r}-{c}")) for r in es]
+            sc = [(x, runs[c][r]) for x, r in zip(sc, es) if x]
+            if sc:
+                # Per rank and per allreduce call of the whole job (warm-up and start-up included).
+                per = lambda names, x, d: sum(x.get(n, 0) for n in names) / (
+                    d["ranks"] * sum(e["check"]["calls"] for e in d["entries"]))
+                row["send_syscalls_per_call"] = statistics.median(per(SEND_CALLS, x, d) for x, d in sc)
+                row["recv_syscalls_per_call"] = statistics.median(per(RECV_CALLS, x, d) for x, d in sc)
+                row["syscalls"] = sc[0][0]
             notes = []
             if row["wrong"]:
                 notes.append(f"WRONG: {row['wrong']} call(s)")
@@ -166,12 +196,25 @@ def main():
              "| dropped | worst RMS error | not exact | calibrating calls | timed calls | check |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
 
+    with_sc = any("send_syscalls_per_call" in r for r in rows)
+    if with_sc:
+        lines[-2] += " send syscalls per call | recv syscalls per call |"
+        lines[-1] += " --- | --- |"
+
+    def sc_cells(row):
+        if not with_sc:
+            return ""
+        if "send_syscalls_per_call" not in row:
+            return " – | – |"
+        return f" {row['send_syscalls_per_call']:.4g} | {row['recv_syscalls_per_call']:.4g} |"
+
     def rng(x):
         return "–" if not x else (f"{x[0]:.2f}" if abs(x[0] - x[1]) < 0.005 else f"{x[0]:.2f}–{x[1]:.2f}")
 
     for row in rows:
         if "p50_ms" not in row:
-            lines.append(f"| {row['entry']} | {row['contender']} | – | – | – | – | – | – | – | – | – | – | – | {row['check']} |")
+            lines.append(f"| {row['entry']} | {row['contender']} | – | – | – | – | – | – | – | – | – | – | – | {row['check']} |"
+                         + sc_cells(row))
             continue
         cal = sorted(set(row["calibration_calls_per_round"].values()))
         cal_s = str(cal[0]) if len(cal) == 1 else f"{cal[0]}–{cal[-1]}"
@@ -180,14 +223,18 @@ def main():
             f"{fmt_ratio(row.get('p50_ratio'))} | {fmt_ratio(row.get('p99_ratio'))} | {rng(row.get('p50_ratio_per_round'))} | "
             f"{rng(row.get('p99_ratio_per_round'))} | {fmt_frac(row['dropped_fraction'])} | {fmt_err(row['max_rel_rms_error'])} | "
             f"{row['not_exact']} / {row['calls']} | {cal_s} | {kinds_text(row['kinds_timed'])} | {row['check']} "
-            f"({len(row['rounds'])} of {m.get('rounds')} rounds) |")
+            f"({len(row['rounds'])} of {m.get('rounds')} rounds) |" + sc_cells(row))
     lines += ["",
               "p50, p99: medians over rounds of each round's p50 and p99 of the timed iterations (max over ranks). "
               f"Ratios: to {base}'s medians; per round: the range of the same-round ratios. dropped: share of the "
               "timed calls' result entries that lacked a contribution (summed over ranks). worst RMS error: the "
               "largest relative RMS error of any call (warm-up included) against the exact sum. not exact: calls "
               "with any entry off the exact sum, of all calls. calibrating calls: calls of kind calibration per "
-              "round. timed calls: the kinds of the timed calls, all rounds (none: not the engine).", ""]
+              "round. timed calls: the kinds of the timed calls, all rounds (none: not the engine)."
+              + (" syscalls per call: send-type (sendmsg, sendmmsg, sendto, write, writev) and receive-type "
+                 "(recvmsg, recvmmsg, recvfrom, read, readv) system calls of the whole job per rank and allreduce "
+                 "call, start-up and warm-up included (median over rounds); timings under strace are not "
+                 "comparable." if with_sc else ""), ""]
     table = "\n".join(lines)
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(table)
