@@ -249,6 +249,7 @@ net_env=()
 mpi_net=()
 case $net_kind in
   tcp|netns)
+    # shellcheck disable=SC2054  # "tcp,self" is one argument
     mpi_net=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
     net_env=(OPTIREDUCE_UCX_TLS=tcp OPTIREDUCE_UCX_NET_DEVICES=lo) ;;
   cluster) net_env=(OPTIREDUCE_UCX_TLS=tcp OPTIREDUCE_UCX_NET_DEVICES=eth0) ;;
@@ -323,7 +324,9 @@ job_command() {  # contender dir
 quote() {  # a command line to paste into a shell; plain words stay as they are
   local s="" a
   for a in "$@"; do
-    if [[ "$a" =~ ^[A-Za-z0-9_./:=,+@%-]+$ ]]; then s+=" $a"; else s+=" $(printf '%q' "$a")"; fi
+    if [[ "$a" =~ ^[A-Za-z0-9_./:=,+@%-]+$ ]]; then s+=" $a"
+    elif [[ "$a" != *"'"* ]]; then s+=" '$a'"
+    else s+=" $(printf '%q' "$a")"; fi
   done
   echo "${s# }"
 }
@@ -372,7 +375,7 @@ for ((r = 1; r <= rounds; r++)); do
       [ "$dry_run" = 1 ] || printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$c" skip 0 "$(loadavg)" "$skip_reason" >>"$out_dir/jobs.tsv"
       continue
     fi
-    if [ "$dry_run" = 1 ]; then echo "$(quote timeout -k 30 "$timeout_s" "${cmd[@]}")"; continue; fi
+    if [ "$dry_run" = 1 ]; then quote timeout -k 30 "$timeout_s" "${cmd[@]}"; continue; fi
     mkdir -p "$dir"
     quote "${cmd[@]}" >"$dir/cmd"
     load=$(loadavg)
