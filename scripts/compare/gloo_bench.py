@@ -175,19 +175,25 @@ def main():
     if args.rank is not None:
         worker(args)
         return 0
+    return launch_ranks(os.path.abspath(__file__), args.ranks, args.timeout, sys.argv[1:], "gloo_bench")
+
+
+def launch_ranks(script, ranks, timeout, argv, name):
+    """Runs `script --rank r --port P argv...` once per rank (the ranks meet on 127.0.0.1:P) and
+    waits at most `timeout` seconds for all of them. Returns the first non-zero exit code, 124 on
+    timeout. scripts/bench/gloo_allreduce_bench.py starts its ranks with it too."""
     port = free_port()
     env = dict(os.environ, GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
-    argv = [a for a in sys.argv[1:]]
-    procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--rank", str(r), "--port", str(port)] + argv,
-                              env=env) for r in range(args.ranks)]
-    deadline = time.monotonic() + args.timeout
+    procs = [subprocess.Popen([sys.executable, script, "--rank", str(r), "--port", str(port)] + list(argv), env=env)
+             for r in range(ranks)]
+    deadline = time.monotonic() + timeout
     rc = 0
     try:
         for p in procs:
             left = max(1.0, deadline - time.monotonic())
             rc = rc or p.wait(timeout=left)
     except subprocess.TimeoutExpired:
-        print(f"gloo_bench: timed out after {args.timeout:g} s", file=sys.stderr)
+        print(f"{name}: timed out after {timeout:g} s", file=sys.stderr)
         rc = 124
     finally:
         for p in procs:

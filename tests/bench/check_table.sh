@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Runs scripts/bench.sh tiny (shared memory, 2 ranks, one size, one round, a few calls) and checks
+# what it printed, never how fast anything was:
+#   ok:    exit 0; a row per contender with a numeric p50 ratio (1.00 for the baseline), every
+#          call counted and exact, check "ok"
+#   wrong: --inject-wrong-result makes each contender's first call return one wrong entry: the
+#          driver must exit 1 and mark every contender WRONG (the check can fail)
+#   check_table.sh ok|wrong BENCH_SH BUILD_DIR OUT_DIR
+set -uo pipefail
+case=$1 bench=$2 build=$3 out=$4
+contenders="ompi or-reliable or-bounded"
+rm -rf "$out"
+args=(--net shm --sizes 1M --warmup 3 --iters 3 --rounds 1 --ranks 2 --timeout 100 --contenders "$contenders"
+      --build-dir "$build" --out-dir "$out")
+[ "$case" = wrong ] && args+=(--inject-wrong-result)
+"$bench" "${args[@]}" >"$out.stdout" 2>"$out.stderr"
+rc=$?
+cat "$out.stdout"
+fail() { echo "FAIL: $*"; echo "--- stderr ---"; tail -n 20 "$out.stderr"; exit 1; }
+[ -s "$out/table.md" ] || fail "no table.md in $out"
+[ -s "$out/calls.csv" ] || fail "no calls.csv in $out"
+cmp -s "$out/table.md" <(sed -n '/^## bench/,$p' "$out.stdout" | head -c "$(wc -c <"$out/table.md")") \
+  || fail "the table printed on stdout is not table.md"
+
+# The table's rows: | entry | contender | p50 | p99 | p50 ratio | p99 ratio | ... | not exact | calibrating | timed | check |
+rows() { awk -F'|' -v c="$1" '$2 ~ /^ 1M $/ && $3 == " " c " " { print }' "$out/table.md"; }
+for c in $contenders; do
+  row=$(rows "$c")
+  [ -n "$row" ] || fail "no row for $c"
+  ratio=$(awk -F'|' '{ gsub(/ /, "", $6); print $6 }' <<<"$row")
+  [[ "$ratio" =~ ^[0-9]+\.[0-9]+$ ]] || fail "$c: p50 ratio \"$ratio\" is not a number"
+  [ "$c" != ompi ] || [ "$ratio" = 1.00 ] || fail "the baseline's ratio is $ratio, not 1.00"
+  checked=$(awk -F'|' '{ print $12 }' <<<"$row")
+  [[ "$checked" =~ ^\ ([0-9]+)\ /\ ([0-9]+)\ $ ]] || fail "$c: not-exact column \"$checked\" is not N / CALLS"
+  [ "${BASH_REMATCH[2]}" -eq 6 ] || fail "$c: ${BASH_REMATCH[2]} calls checked, expected 6 (3 warm-up + 3 timed)"
+  check=$(awk -F'|' '{ print $15 }' <<<"$row")
+  if [ "$case" = ok ]; then
+    [ "${BASH_REMATCH[1]}" -eq 0 ] || fail "$c: ${BASH_REMATCH[1]} calls not exact on a clean host"
+    [[ "$check" == " ok "* ]] || fail "$c: check \"$check\", expected ok"
+  else
+    [ "${BASH_REMATCH[1]}" -ge 1 ] || fail "$c: the wrong result was not counted as not exact"
+    [[ "$check" == *WRONG* ]] || fail "$c: check \"$check\" does not say WRONG"
+  fi
+done
+# The OptiReduce contenders must have run through the engine (a kind other than none).
+for c in or-reliable or-bounded; do
+  awk -F'|' '{ print $14 }' <<<"$(rows "$c")" | grep -qE 'exact|calibration|bounded|fallback' \
+    || fail "$c: no timed call ran through the engine"
+done
+if [ "$case" = ok ]; then
+  [ "$rc" -eq 0 ] || fail "bench.sh exited $rc"
+else
+  [ "$rc" -eq 1 ] || fail "bench.sh exited $rc with wrong results, expected 1"
+fi
+echo "PASS"
