@@ -440,10 +440,11 @@ CallStats TarCall::fail(Status status) {
   s_.in_call = false;
   OR_LOG(error,
          "allreduce of %llu floats (call %llu, %s) failed: %s; missing %llu gathered chunks, %s own shard, "
-         "%llu messages rejected, early store %zu",
+         "%llu messages rejected here and %llu by the transport, early store %zu",
          static_cast<unsigned long long>(request_.count), static_cast<unsigned long long>(s_.epoch), to_string(stats_.kind),
          status.text().c_str(), static_cast<unsigned long long>(s_.gather.remaining()),
-         s_.scatter.complete() ? "reduced" : "incomplete", static_cast<unsigned long long>(s_.rejects.total()), s_.early.size());
+         s_.scatter.complete() ? "reduced" : "incomplete", static_cast<unsigned long long>(s_.rejects.total()),
+         static_cast<unsigned long long>(transport_.counters().rejected()), s_.early.size());
   stats_.status = std::move(status);
   stats_.latency_us = us_since(start_);
   return stats_;

@@ -31,6 +31,15 @@ void size_tcp_segments(ucp_config_t* config, std::size_t chunk_bytes) {
   }
 }
 
+// Every engine message goes eagerly, never by rendezvous: UCX's active-message rendezvous over
+// cma deadlocked with several ranks reducing buffers of distinct sizes back to back
+// (mpi.buckets.np3), and eager keeps every transfer a push that needs no round trip between
+// ranks sharing cores. A user's setting wins.
+void keep_messages_eager(ucp_config_t* config) {
+  if (std::getenv("UCX_RNDV_THRESH") || std::getenv("OPTIREDUCE_UCX_RNDV_THRESH")) return;
+  if (ucp_config_modify(config, "RNDV_THRESH", "inf") != UCS_OK) OR_LOG(debug, "UCX refused RNDV_THRESH=inf");
+}
+
 ucp_params_t context_params() {
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
@@ -56,6 +65,7 @@ std::shared_ptr<SharedContext> acquire_context(std::size_t chunk_bytes, Status& 
     return nullptr;
   }
   size_tcp_segments(config, chunk_bytes);
+  keep_messages_eager(config);
   auto context = std::shared_ptr<SharedContext>(new SharedContext);
   const ucp_params_t params = context_params();
   st = ucp_init(&params, config, &context->context_);

@@ -10,6 +10,7 @@ int case_threshold();   // counts around OPTIREDUCE_MIN_BYTES: below passes thro
 int case_random();      // non-integer data: identical on all ranks, close to PMPI
 int case_ineligible();  // other types, ops, derived types, intercommunicators: exactly PMPI's
 int case_threads();     // two threads reducing on two communicators at once
+int case_buckets();     // a training step of seven in-place buckets of distinct sizes, reversed
 int case_smoke();       // a few calls, for tests about configuration, reports and launch
 
 // Bounded mode (case_bounded.cpp); run with OPTIREDUCE_MODE=bounded and the faults they name.
