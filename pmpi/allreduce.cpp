@@ -29,16 +29,26 @@ bool eligible(const void* sendbuf, const void* recvbuf, std::int64_t count, MPI_
 
 bool run_engine(const void* sendbuf, void* recvbuf, std::int64_t count, MPI_Comm comm, int* result) {
   CommState& state = comm_state(comm);
-  const Mode mode = state.mode.value_or(config().mode);
-  if (mode == Mode::off) return false;
   const float* input = static_cast<const float*>(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf);
   CallStats stats;
   {
     std::lock_guard lock(state.mutex);
+    const Mode mode = state.mode.value_or(config().mode);
+    if (mode == Mode::off || state.engine_failed) return false;
     Engine* engine = comm_engine(state, config());
     if (!engine) return false;
     stats = engine->allreduce_sum(input, static_cast<float*>(recvbuf), static_cast<std::uint64_t>(count),
                                   mode == Mode::bounded);
+    if (!stats.ok()) {
+      // Every rank failed this same call (the failure is agreed), so every rank sends the
+      // communicator's later calls to PMPI_Allreduce alike.
+      state.engine_failed = true;
+      OR_LOG(error, "MPI_Allreduce of %lld floats failed in the engine: %s; the communicator's later calls go to PMPI_Allreduce",
+             static_cast<long long>(count), stats.status.text().c_str());
+    }
+    std::lock_guard snapshot(state.snapshot_mutex);
+    state.last_call = stats;
+    state.agreed = engine->agreed();
   }
   ProcessStats::instance().record_intercepted({static_cast<std::uint64_t>(count) * sizeof(float), stats.entries,
                                                stats.dropped_entries, stats.latency_us,

@@ -55,12 +55,14 @@ CommState& comm_state(MPI_Comm comm) {
   int found = 0;
   PMPI_Comm_get_attr(comm, g_keyval, &value, &found);
   if (found) return *static_cast<CommState*>(value);
+  // Two threads may meet a communicator for the first time at once (a monitoring thread asking
+  // for the last call while the first MPI_Allreduce runs): one of them creates the state.
+  std::lock_guard lock(g_mutex);
+  PMPI_Comm_get_attr(comm, g_keyval, &value, &found);
+  if (found) return *static_cast<CommState*>(value);
   auto* state = new CommState;
   state->comm = comm;
-  {
-    std::lock_guard lock(g_mutex);
-    g_live.insert(state);
-  }
+  g_live.insert(state);
   PMPI_Comm_set_attr(comm, g_keyval, state);
   return *state;
 }

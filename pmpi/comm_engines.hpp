@@ -22,9 +22,18 @@ namespace optireduce::pmpi {
 struct CommState {
   MPI_Comm comm = MPI_COMM_NULL;
   std::mutex mutex;                 // one engine call at a time per communicator
-  std::optional<Mode> mode;         // per-communicator override of OPTIREDUCE_MODE
+  std::optional<Mode> mode;         // per-communicator override of OPTIREDUCE_MODE (agreed)
   bool engine_tried = false;
   std::unique_ptr<Engine> engine;   // null when creation failed on any rank (then all fall back)
+  // An engine call failed (on every rank alike: failures are agreed): the later calls of this
+  // communicator go to PMPI_Allreduce.
+  bool engine_failed = false;
+
+  // What the C API reads, apart from the call mutex so a monitoring thread never waits for a
+  // call in progress.
+  mutable std::mutex snapshot_mutex;
+  CallStats last_call;
+  AgreedCounts agreed;
 };
 
 void setup_comm_engines();

@@ -1,6 +1,8 @@
 // Per-communicator mode: not every float sum is a gradient (metrics, batch-norm statistics and
-// gradient norms want exact sums). Set collectively, like MPI_Comm_set_info itself, so every rank
-// of the communicator takes the same path.
+// gradient norms want exact sums). MPI_Comm_set_info and the C API are collective, but MPI lets
+// the values differ per rank, so the ranks agree inside the call: the most exact of the values
+// given (off > reliable > bounded), or an error on every rank when any rank's value is invalid.
+// Every rank of the communicator then takes the same path.
 #include <mpi.h>
 
 #include <cstring>
@@ -16,29 +18,36 @@ namespace {
 
 constexpr const char* kInfoKey = "optireduce_mode";
 
-std::optional<Mode> parse_mode(const char* text) {
-  if (!text) return std::nullopt;
-  if (!std::strcmp(text, "bounded")) return Mode::bounded;
-  if (!std::strcmp(text, "reliable")) return Mode::reliable;
-  if (!std::strcmp(text, "off")) return Mode::off;
-  return std::nullopt;
+// Ordered by exactness, so the agreement is a maximum.
+enum ModeVote : int { kNoValue = -1, kBounded = 0, kReliable = 1, kOff = 2, kInvalid = 3 };
+
+ModeVote vote_of(const char* text) {
+  if (!text) return kNoValue;
+  if (!std::strcmp(text, "bounded")) return kBounded;
+  if (!std::strcmp(text, "reliable")) return kReliable;
+  if (!std::strcmp(text, "off")) return kOff;
+  return kInvalid;
 }
 
-// Returns MPI_SUCCESS or an MPI error class, after logging why.
-int set_mode(MPI_Comm comm, const char* text) {
+// Collective over `comm`. Returns MPI_SUCCESS or an MPI error class, the same on every rank.
+int agree_and_set_mode(MPI_Comm comm, const char* text) {
   if (!initialized()) {
     OR_LOG(error, "optireduce_mode set before MPI_Init or after MPI_Finalize");
     return MPI_ERR_OTHER;
   }
-  const auto mode = parse_mode(text);
-  if (!mode) {
-    OR_LOG(error, "optireduce_mode=\"%s\" is not valid; accepted: bounded, reliable, off", text ? text : "(null)");
-    return MPI_ERR_ARG;
-  }
   if (comm == MPI_COMM_NULL) return MPI_ERR_COMM;
+  const int mine = vote_of(text);
+  if (mine == kInvalid)
+    OR_LOG(error, "optireduce_mode=\"%s\" is not valid; accepted: bounded, reliable, off", text);
+  int inter = 0, agreed = mine;
+  if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return MPI_ERR_COMM;
+  // An intercommunicator's calls never reach the engine: nothing to agree on.
+  if (!inter && PMPI_Allreduce(&mine, &agreed, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) return MPI_ERR_OTHER;
+  if (agreed == kInvalid) return MPI_ERR_ARG;
+  if (agreed == kNoValue) return MPI_SUCCESS;
   CommState& state = comm_state(comm);
   std::lock_guard lock(state.mutex);
-  state.mode = *mode;
+  state.mode = agreed == kOff ? Mode::off : agreed == kReliable ? Mode::reliable : Mode::bounded;
   return MPI_SUCCESS;
 }
 
@@ -51,21 +60,21 @@ extern "C" {
 
 int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info) {
   const int rc = PMPI_Comm_set_info(comm, info);
-  if (rc != MPI_SUCCESS || info == MPI_INFO_NULL || !initialized()) return rc;
+  if (rc != MPI_SUCCESS || !initialized()) return rc;
+  // Every rank takes part in the agreement, also those whose info lacks the key.
   char value[64] = {};
   int found = 0;
-  PMPI_Info_get(info, kInfoKey, sizeof value - 1, value, &found);
-  if (!found) return rc;
-  const int mode_rc = set_mode(comm, value);
+  if (info != MPI_INFO_NULL) PMPI_Info_get(info, kInfoKey, sizeof value - 1, value, &found);
+  const int mode_rc = agree_and_set_mode(comm, found ? value : nullptr);
   if (mode_rc == MPI_SUCCESS) return rc;
   PMPI_Comm_call_errhandler(comm, mode_rc);
   return mode_rc;
 }
 
-int optireduce_comm_set_mode(MPI_Comm comm, const char* mode) { return set_mode(comm, mode); }
+int optireduce_comm_set_mode(MPI_Comm comm, const char* mode) { return agree_and_set_mode(comm, mode ? mode : ""); }
 
 int optireduce_comm_set_mode_f(int fortran_comm, const char* mode) {
-  return set_mode(PMPI_Comm_f2c(static_cast<MPI_Fint>(fortran_comm)), mode);
+  return agree_and_set_mode(PMPI_Comm_f2c(static_cast<MPI_Fint>(fortran_comm)), mode ? mode : "");
 }
 
 }  // extern "C"

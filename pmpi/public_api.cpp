@@ -38,9 +38,9 @@ int optireduce_comm_last_call(MPI_Comm comm, optireduce_call_stats* out) {
   if (!out || !pmpi::initialized() || comm == MPI_COMM_NULL) return -1;
   *out = {};
   pmpi::CommState& state = pmpi::comm_state(comm);
-  std::lock_guard lock(state.mutex);
-  if (!state.engine) return 0;
-  const CallStats& c = state.engine->last_call();
+  std::lock_guard lock(state.snapshot_mutex);
+  const CallStats& c = state.last_call;
+  if (c.sequence == 0) return 0;
   out->sequence = c.sequence;
   out->entries = c.entries;
   out->dropped_entries = c.dropped_entries;
@@ -53,8 +53,8 @@ int optireduce_comm_last_call(MPI_Comm comm, optireduce_call_stats* out) {
   }
   out->kind = static_cast<int>(c.kind);
   out->ok = c.ok() ? 1 : 0;
-  out->divergent_calls = state.engine->agreed().divergent_calls;
-  out->fallbacks = state.engine->agreed().fallbacks;
+  out->divergent_calls = state.agreed.divergent_calls;
+  out->fallbacks = state.agreed.fallbacks;
   return 0;
 }
 

@@ -34,22 +34,6 @@
 namespace mpitest {
 namespace {
 
-using LastCall = int (*)(MPI_Comm, optireduce_call_stats*);
-using SetMode = int (*)(MPI_Comm, const char*);
-
-template <typename F>
-F lookup(const char* name) {
-  auto f = reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
-  if (!f) fail("%s not found: liboptireduce.so was not preloaded", name);
-  return f;
-}
-
-optireduce_call_stats last_call(MPI_Comm comm) {
-  static const auto get = lookup<LastCall>("optireduce_comm_last_call");
-  optireduce_call_stats s{};
-  MPITEST_CHECK(get(comm, &s) == 0, "optireduce_comm_last_call returned an error");
-  return s;
-}
 
 const char* kind_name(int kind) {
   switch (kind) {

@@ -11,6 +11,8 @@ int case_random();      // non-integer data: identical on all ranks, close to PM
 int case_ineligible();  // other types, ops, derived types, intercommunicators: exactly PMPI's
 int case_threads();     // two threads reducing on two communicators at once
 int case_buckets();     // a training step of seven in-place buckets of distinct sizes, reversed
+int case_mode_disagreement();  // set_mode and info values that differ per rank: one agreed mode
+int case_first_use_race();     // a new communicator met by two threads at once
 int case_smoke();       // a few calls, for tests about configuration, reports and launch
 
 // Bounded mode (case_bounded.cpp); run with OPTIREDUCE_MODE=bounded and the faults they name.

@@ -142,4 +142,17 @@ int comm_size(MPI_Comm comm) {
 
 int world_rank() { return comm_rank(MPI_COMM_WORLD); }
 
+void* library_symbol(const char* name) {
+  void* f = dlsym(RTLD_DEFAULT, name);
+  if (!f) fail("%s not found: liboptireduce.so was not preloaded", name);
+  return f;
+}
+
+optireduce_call_stats last_call(MPI_Comm comm) {
+  static const auto get = lookup<LastCall>("optireduce_comm_last_call");
+  optireduce_call_stats s{};
+  MPITEST_CHECK(get(comm, &s) == 0, "optireduce_comm_last_call returned an error");
+  return s;
+}
+
 }  // namespace mpitest

@@ -48,6 +48,16 @@ class StatsWindow {
   optireduce_process_stats before_;
 };
 
+// The C API of the preloaded library, looked up with dlsym (fails the job when it is missing).
+using LastCall = int (*)(MPI_Comm, optireduce_call_stats*);
+using SetMode = int (*)(MPI_Comm, const char*);
+void* library_symbol(const char* name);
+template <typename F>
+F lookup(const char* name) {
+  return reinterpret_cast<F>(library_symbol(name));
+}
+optireduce_call_stats last_call(MPI_Comm comm);
+
 std::uint64_t hash_bytes(const void* data, std::size_t bytes);
 // Fails unless `data` is bitwise identical on every rank of comm. Makes one MPI_UINT64_T
 // MPI_Allreduce (ineligible, so one passthrough call).
