@@ -43,8 +43,10 @@ bool run_engine(const void* sendbuf, void* recvbuf, std::int64_t count, MPI_Comm
       // Every rank failed this same call (the failure is agreed), so every rank sends the
       // communicator's later calls to PMPI_Allreduce alike.
       state.engine_failed = true;
-      OR_LOG(error, "MPI_Allreduce of %lld floats failed in the engine: %s; the communicator's later calls go to PMPI_Allreduce",
-             static_cast<long long>(count), stats.status.text().c_str());
+      // The same line on every rank: the communicator's rank 0 says it.
+      if (engine->rank() == 0)
+        OR_LOG(error, "MPI_Allreduce of %lld floats failed: %s; this communicator's later calls go to PMPI_Allreduce",
+               static_cast<long long>(count), stats.status.message().c_str());
     }
     std::lock_guard snapshot(state.snapshot_mutex);
     state.last_call = stats;

@@ -1,8 +1,10 @@
 #include "optireduce/engine/engine.hpp"
 
+#include <climits>
 #include <cstring>
 #include <random>
 
+#include "optireduce/byte_order.hpp"
 #include "optireduce/engine/log.hpp"
 #include "optireduce/engine/tar_schedule.hpp"
 #include "optireduce/engine/transport_loader.hpp"
@@ -128,6 +130,7 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
   // reliable, otherwise over the bootstrap (with a probe of the transport while calibrating).
   if (stats.kind == CallKind::bounded || transport_->traits().reliable) {
     stats = run_tar({input, output, count, cls, nullptr}, std::move(stats), start);
+    if (!stats.ok()) stats.status = agree_on_failure(stats.status);
   } else {
     stats = exact_over_bootstrap(input, output, count, std::move(stats), start, cls);
   }
@@ -137,6 +140,39 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
   if (!stats.ok()) broken_ = true;
   state_.last_call = stats;
   return stats;
+}
+
+Status Engine::agree_on_failure(const Status& mine) {
+  using FailureView = EngineState::FailureView;
+  // Blob: [when this rank entered the call, ns][what it waited for from each rank].
+  const auto ranks = static_cast<std::size_t>(state_.ranks);
+  std::vector<std::byte> blob(8 + ranks, std::byte{0});
+  put_le<std::int64_t>(blob.data(), state_.call_entered_ns);
+  for (std::size_t p = 0; p < state_.failure_view.size() && p < ranks; ++p) blob[8 + p] = static_cast<std::byte>(state_.failure_view[p]);
+  const auto views = state_.bootstrap->allgather(blob);
+  const std::int64_t watchdog_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(state_.options.watchdog).count();
+  std::int64_t first = INT64_MAX;
+  for (const auto& v : views)
+    if (v.size() == blob.size()) first = std::min(first, get_le<std::int64_t>(v.data()));
+  // The ranks that were not there when the first rank's watchdog ran out; else those some rank
+  // waited for to start; else those it waited for to finish.
+  std::string names[3];
+  for (std::size_t p = 0; p < ranks && p < views.size(); ++p) {
+    if (views[p].size() == blob.size() && get_le<std::int64_t>(views[p].data()) > first + watchdog_ns)
+      names[0] += (names[0].empty() ? "" : ", ") + std::to_string(p);
+    bool never = false, unfinished = false;
+    for (const auto& v : views) {
+      if (v.size() != blob.size()) continue;
+      never = never || v[8 + p] == static_cast<std::byte>(FailureView::never_started);
+      unfinished = unfinished || v[8 + p] == static_cast<std::byte>(FailureView::did_not_finish);
+    }
+    if (never) names[1] += (names[1].empty() ? "" : ", ") + std::to_string(p);
+    if (unfinished) names[2] += (names[2].empty() ? "" : ", ") + std::to_string(p);
+  }
+  const std::string& silent = !names[0].empty() ? names[0] : !names[1].empty() ? names[1] : names[2];
+  if (silent.empty()) return mine;
+  const auto watchdog = std::to_string(state_.options.watchdog.count());
+  return Timeout("ranks " + silent + " did not answer within " + watchdog + " ms (OPTIREDUCE_WATCHDOG_MS=" + watchdog + ")");
 }
 
 CallStats Engine::run_tar(const TarRequest& request, CallStats stats, Clock::time_point start) {

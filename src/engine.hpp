@@ -59,6 +59,9 @@ class Engine {
   CallStats exact_over_bootstrap(const float* input, float* output, std::uint64_t count, CallStats stats,
                                  Clock::time_point start, unsigned size_class);
   CallStats probe(const float* input, std::uint64_t count, CallStats stats, unsigned size_class, double exact_us);
+  // After a call failed here, on every rank (each fails the same call, by its watchdog or by a
+  // peer's notice): the ranks exchange what they waited for, and all report the same ranks.
+  Status agree_on_failure(const Status& mine);
 
   EngineState state_;
   // After the state: destroyed first, so sends it still progresses never read freed staging.

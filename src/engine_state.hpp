@@ -60,6 +60,10 @@ struct EngineState {
   // A peer's notice that it gave up on a call this rank is in (or has left): this rank's call
   // fails with the same error, so every rank takes the same path afterwards.
   Status peer_failure;
+  // At a failure: what this rank still waited for from each peer (exchanged by every rank).
+  enum class FailureView : std::uint8_t { answered = 0, did_not_finish = 1, never_started = 2 };
+  std::vector<FailureView> failure_view;
+  std::int64_t call_entered_ns = 0;  // wall clock (comparable across hosts) when the call began
   struct FailureNotice {
     std::array<std::byte, WireHeader::kEncodedSize> header{};
     std::vector<std::byte> payload;  // the ranks that did not answer, u32 each

@@ -41,6 +41,8 @@ Status TarCall::wait(Clock::time_point deadline, const std::function<bool()>& do
 
 CallStats TarCall::run() {
   if (injects_faults()) s_.faults.maybe_delay_entry();
+  s_.call_entered_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::system_clock::now().time_since_epoch()).count();
   Status st;
   StagingBuffer* staging = s_.staging.acquire(transport_, bounded(), s_.epoch, hard_deadline_,
                                               [this](Clock::time_point d, const std::function<bool()>& done) { return wait(d, done); }, st);
@@ -391,15 +393,23 @@ void TarCall::on_call_failed(const Inbound& in, const InboundMessage& message) {
                               (ranks.empty() ? std::string() : ": ranks " + ranks + " did not answer"));
 }
 
-std::vector<int> TarCall::unresponsive_peers() const {
-  std::vector<int> peers;
+void TarCall::record_failure_view() {
+  using FailureView = EngineState::FailureView;
+  // A peer that owes a scatter-reduce contribution never started the call (or its data never
+  // came); one that owes only all-gather chunks or confirmation may itself be waiting for others.
+  auto& view = s_.failure_view;
+  view.assign(static_cast<std::size_t>(s_.ranks), FailureView::answered);
+  // A rank that failed on a peer's notice did not wait out its watchdog: it names nobody.
+  if (!s_.peer_failure.ok()) return;
   for (int p = 0; p < s_.ranks; ++p) {
     if (p == s_.rank) continue;
-    const bool owes_data = s_.in_call && (s_.scatter.waiting_for(p) || !s_.gather.shard_complete(p));
-    const bool holds_ours = !s_.done_from.empty() && !s_.done_from[p] && transport_.sends_in_flight(p) != 0;
-    if (owes_data || holds_ours) peers.push_back(p);
+    if (!staging_ || (s_.in_call && s_.scatter.waiting_for(p))) {
+      view[p] = FailureView::never_started;
+    } else if ((s_.in_call && !s_.gather.shard_complete(p)) ||
+               (!s_.done_from.empty() && !s_.done_from[p] && transport_.sends_in_flight(p) != 0)) {
+      view[p] = FailureView::did_not_finish;
+    }
   }
-  return peers;
 }
 
 void TarCall::notify_failure(const std::vector<int>& ranks) {
@@ -428,17 +438,15 @@ void TarCall::notify_failure(const std::vector<int>& ranks) {
 
 CallStats TarCall::fail(Status status) {
   if (transformed_) s_.hadamard.quiesce();  // nothing may write into the caller's buffer after this
-  if (s_.peer_failure.ok() && status.code() == StatusCode::timeout) {
-    const std::vector<int> peers = unresponsive_peers();
-    std::string names;
-    for (int p : peers) names += (names.empty() ? "" : ", ") + std::to_string(p);
-    status = Timeout((peers.empty() ? std::string("no answer") : "ranks " + names + " did not answer") + " within " +
-                     std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(hard_deadline_ - start_).count()) +
-                     " ms (" + status.message() + ")");
-    notify_failure(peers);
+  record_failure_view();
+  if (s_.peer_failure.ok()) {
+    std::vector<int> silent;
+    for (int p = 0; p < s_.ranks; ++p)
+      if (s_.failure_view[p] == EngineState::FailureView::never_started) silent.push_back(p);
+    notify_failure(silent);
   }
   s_.in_call = false;
-  OR_LOG(error,
+  OR_LOG(debug,
          "allreduce of %llu floats (call %llu, %s) failed: %s; missing %llu gathered chunks, %s own shard, "
          "%llu messages rejected here and %llu by the transport, early store %zu",
          static_cast<unsigned long long>(request_.count), static_cast<unsigned long long>(s_.epoch), to_string(stats_.kind),

@@ -55,8 +55,8 @@ class TarCall {
   Status finish_sends(Clock::time_point phase_deadline);
   void teach_deadlines(Clock::time_point scatter_start, Clock::time_point gather_start);
   CallStats fail(Status status);
-  // The peers this rank still waits for (data, or confirmation that they have ours).
-  std::vector<int> unresponsive_peers() const;
+  // What this rank still waits for from each peer, for the failure agreement.
+  void record_failure_view();
   void notify_failure(const std::vector<int>& ranks);
   void on_call_failed(const Inbound& in, const InboundMessage& message);
   float* gather_target() const { return transformed_ ? staging_->data.data() : request_.output; }

@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """Runs a command and checks what it printed.
 
-Usage: expect_output.py --expect REGEX [--expect REGEX...] -- COMMAND...
+Usage: expect_output.py [--with-stderr] --expect REGEX [--expect REGEX...] -- COMMAND...
 
 Passes when the command exits 0 and every REGEX matches some line of its standard output
-(re.search, multi-line: ^ and $ anchor at lines). The output is echoed, so ctest
+(re.search, multi-line: ^ and $ anchor at lines); --with-stderr searches standard error too. The output is echoed, so ctest
 --output-on-failure shows it. Exit status 77 (the scripts' "cannot import mpi4py/numpy") is
 passed on, for ctest's SKIP_RETURN_CODE.
 """
@@ -17,13 +17,15 @@ import sys
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--expect", action="append", default=[], help="a regular expression the output must match")
+    parser.add_argument("--with-stderr", action="store_true", help="search standard error too (merged)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command after --")
 
-    result = subprocess.run(command, stdout=subprocess.PIPE, text=True)
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT if args.with_stderr else None,
+                            text=True)
     sys.stdout.write(result.stdout)
     sys.stdout.flush()
     if result.returncode == 77:
