@@ -61,6 +61,8 @@ void ReceiveDispatch::dispatch(const Arrival& arrival, DatagramSink& sink, Trans
     count(*r, counters);
     return;
   }
+  ++counters.messages_received;
+  counters.bytes_received += d.wire.size();
   switch (d.kind) {
     case Kind::hello:
       sink.on_hello(d.source, std::to_integer<std::uint8_t>(d.payload[0]));

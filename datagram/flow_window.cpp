@@ -41,6 +41,11 @@ std::optional<std::uint64_t> FlowWindow::ping_due(Clock::time_point now, std::si
   return sent_;
 }
 
+void FlowWindow::withdraw(std::size_t bytes) {
+  sent_ -= std::min<std::uint64_t>(bytes, sent_ - confirmed_);
+  if (ping_value_ > sent_) ping_value_ = confirmed_;
+}
+
 void FlowWindow::confirm(std::uint64_t value) {
   if (value <= sent_) confirmed_ = std::max(confirmed_, value);
 }

@@ -34,6 +34,9 @@ class FlowWindow {
   // Whether `bytes` more may go now (one datagram always may when nothing is unconfirmed).
   bool open(std::size_t bytes) const { return unconfirmed() == 0 || unconfirmed() + bytes <= window_; }
   void sent(std::size_t bytes) { sent_ += bytes; }
+  // Takes back bytes counted by sent() that did not leave after all; a ping that counted them is
+  // forgotten (the next one is due at once if the window needs it).
+  void withdraw(std::size_t bytes);
 
   // The value of a ping to send now, if one is due: every kPingAt of the window sent (so the
   // pong is back before the window closes), when `next_bytes` no longer fit, and again after

@@ -32,6 +32,9 @@ class TokenBucket {
     return true;
   }
 
+  // Gives back what try_take took for a datagram that did not leave after all.
+  void refund(double bytes) { tokens_ = std::min(burst_, tokens_ + bytes); }
+
   // When `bytes` will be available.
   Clock::time_point ready_at(double bytes, Clock::time_point now) {
     if (!paced()) return now;

@@ -20,6 +20,8 @@ constexpr std::size_t kSendBufferBytes = 4u << 20;
 constexpr double kBurstBytes = 2.0 * kMaxUdpPayload;
 constexpr double kPaceHeadroom = 2.0;
 constexpr int kReadBatches = 4;  // recvmmsg calls per progress step
+// Sends wait for poll() so they leave in batches, unless this much is queued to one peer.
+constexpr std::size_t kEagerFlushBytes = 8 * kMaxUdpPayload;
 constexpr auto kLongestWait = std::chrono::seconds(1);
 
 }  // namespace
@@ -83,8 +85,7 @@ Status UdpTransport::send(int peer, Lane lane, std::span<const std::byte> header
     return Status::Ok();
   }
   sender_->queue_data(Outgoing::referencing(peer, sealer_.seal(peer, datagram::Kind::data, header, payload), header, payload));
-  // Sends wait for poll() to go out in batches, unless a full GSO run to this peer is queued.
-  if (sender_->queued_bytes(peer) >= kMaxUdpPayload) sender_->flush();
+  if (sender_->queued_bytes(peer) >= kEagerFlushBytes) sender_->flush();
   return Status::Ok();
 }
 
