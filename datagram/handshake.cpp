@@ -28,6 +28,13 @@ std::vector<int> Handshake::pending() const {
   return out;
 }
 
+std::vector<int> Handshake::peers() const {
+  std::vector<int> out;
+  for (std::size_t r = 0; r < heard_.size(); ++r)
+    if (static_cast<int>(r) != self_) out.push_back(static_cast<int>(r));
+  return out;
+}
+
 std::string Handshake::pending_list() const {
   std::string out;
   for (int r : pending()) out += (out.empty() ? "" : ", ") + std::to_string(r);

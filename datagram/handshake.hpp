@@ -26,6 +26,8 @@ class Handshake {
   // Peers still to greet: those with which a direction is not yet known to work.
   std::vector<int> pending() const;
   bool complete() const { return pending().empty(); }
+  // Every rank but this one.
+  std::vector<int> peers() const;
   // The pending peers as a list for a message: "2, 5".
   std::string pending_list() const;
 

@@ -5,16 +5,13 @@
 #include <algorithm>
 
 #include "local_interfaces.hpp"
+#include "optireduce/datagram/probe.hpp"
 #include "optireduce/log.hpp"
 #include "path.hpp"
 #include "udp_transport.hpp"
 
 namespace optireduce::udp {
 namespace {
-
-constexpr auto kFirstHelloInterval = std::chrono::milliseconds(1);
-constexpr auto kLongestHelloInterval = std::chrono::milliseconds(64);
-constexpr int kReadBatches = 4;
 
 sockaddr_in socket_address(const Endpoint& e) {
   sockaddr_in a{};
@@ -87,39 +84,25 @@ Status UdpTransport::open_path(const std::vector<Address>& all) {
   // Segmentation pays where at least two datagrams fit one send; on loopback one already fills it.
   const bool gso = 2 * datagram_bytes_ <= kMaxUdpPayload;
   sender_ = std::make_unique<Sender>(socket_.fd(), std::move(peers), gso, sealer_, windows_, bucket_, counters_);
-  inbound_ = std::make_unique<InboundHandler>(handshake_, windows_, static_cast<ControlReplies&>(*this));
+  inbound_ = std::make_unique<datagram::InboundHandler>(handshake_, windows_, static_cast<datagram::ControlReplies&>(*this));
   return Status::Ok();
 }
 
-void UdpTransport::greet() {
+void UdpTransport::greet(const std::vector<int>& peers) {
   std::vector<Outgoing> hellos;
-  for (int peer : handshake_.pending()) {
+  for (int peer : peers) {
     const std::byte body[datagram::kHelloBytes] = {std::byte{handshake_.flags_for(peer)}};
     hellos.push_back(Outgoing::copied(peer, sealer_.seal(peer, datagram::Kind::hello, {}, body), {}, body));
   }
   sender_->send_control(std::move(hellos));
 }
 
-// Hellos to every pending peer, ever less often, until both directions work with all of them.
 // Data that arrives meanwhile is kept for the first poll().
 Status UdpTransport::probe(Clock::time_point deadline) {
-  auto interval = kFirstHelloInterval;
-  auto next_hello = Clock::now();
-  while (!handshake_.complete()) {
-    const auto now = Clock::now();
-    if (now >= deadline)
-      return Timeout("udp: no answer both ways from ranks " + handshake_.pending_list() + " over " + describe() +
-                     " (is UDP blocked between the hosts?)");
-    if (now >= next_hello) {
-      greet();
-      next_hello = now + interval;
-      interval = std::min(2 * interval, kLongestHelloInterval);
-    }
-    sender_->flush();
-    receive_->read(socket_.fd(), *inbound_, kReadBatches);
-    if (!handshake_.complete()) wait(std::min(next_hello, deadline));
-  }
-  return Status::Ok();
+  const datagram::ProbeSteps steps{[this](const std::vector<int>& peers) { greet(peers); },
+                                   [this] { progress(); }, [this](Clock::time_point until) { wait(until); }};
+  const Status s = datagram::run_probe(handshake_, steps, deadline, describe());
+  return s.ok() ? s : Status(s.code(), "udp: " + s.message());
 }
 
 }  // namespace optireduce::udp

@@ -113,7 +113,7 @@ void UdpTransport::progress() {
 Status UdpTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
   OR_CHECK(connected_, invalid, "udp: poll before connect");
   struct Listening {
-    InboundHandler& inbound;
+    datagram::InboundHandler& inbound;
     ~Listening() { inbound.listen(nullptr); }
   } listening{*inbound_};
   inbound_->listen(&on_message);

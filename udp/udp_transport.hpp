@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "address.hpp"
-#include "inbound_handler.hpp"
 #include "optireduce/datagram/authenticator.hpp"
 #include "optireduce/datagram/dispatch.hpp"
 #include "optireduce/datagram/flow_window.hpp"
 #include "optireduce/datagram/handshake.hpp"
+#include "optireduce/datagram/inbound_handler.hpp"
 #include "optireduce/datagram/sealer.hpp"
 #include "optireduce/datagram/token_bucket.hpp"
 #include "optireduce/transport.hpp"
@@ -29,7 +29,7 @@ namespace optireduce::udp {
 // A transport with its sockets bound, ready for connect(); null with `status` saying why.
 std::unique_ptr<Transport> make_udp_transport(const UdpSettings& settings, Status& status);
 
-class UdpTransport final : public Transport, private ControlReplies {
+class UdpTransport final : public Transport, private datagram::ControlReplies {
  public:
   explicit UdpTransport(const UdpSettings& settings);
   Status start();
@@ -55,7 +55,7 @@ class UdpTransport final : public Transport, private ControlReplies {
   Status read_addresses(const std::vector<std::vector<std::byte>>& blobs, std::vector<Address>& out) const;
   Status open_path(const std::vector<Address>& all);
   Status probe(Clock::time_point deadline);
-  void greet();
+  void greet(const std::vector<int>& peers);
   void progress();
   void wait(Clock::time_point until);
 
@@ -80,7 +80,7 @@ class UdpTransport final : public Transport, private ControlReplies {
   std::unique_ptr<datagram::ReceiveDispatch> dispatch_;
   std::unique_ptr<ReceivePath> receive_;
   std::unique_ptr<Sender> sender_;
-  std::unique_ptr<InboundHandler> inbound_;
+  std::unique_ptr<datagram::InboundHandler> inbound_;
 };
 
 }  // namespace optireduce::udp

@@ -1,4 +1,4 @@
-// What the UDP transport does with each validated datagram: a hello feeds the handshake and is
+// What a datagram transport does with each validated datagram: a hello feeds the handshake and is
 // answered when its sender still needs to hear from us, a ping is answered with a pong at once,
 // a pong confirms the flow window, data goes to the engine as a message viewing the receive
 // buffer. Data that arrives while the engine is not listening (a peer already in its first call
@@ -11,25 +11,25 @@
 #include <span>
 #include <vector>
 
-#include "optireduce/datagram/dispatch.hpp"
-#include "optireduce/datagram/flow_window.hpp"
-#include "optireduce/datagram/handshake.hpp"
+#include "dispatch.hpp"
+#include "flow_window.hpp"
+#include "handshake.hpp"
 #include "optireduce/transport.hpp"
 
-namespace optireduce::udp {
+namespace optireduce::datagram {
 
 // How the handler's answers (hello, pong) leave: at once, never behind data.
 class ControlReplies {
  public:
   virtual ~ControlReplies() = default;
-  virtual void reply(int peer, datagram::Kind kind, std::span<const std::byte> body) = 0;
+  virtual void reply(int peer, Kind kind, std::span<const std::byte> body) = 0;
 };
 
-class InboundHandler final : public datagram::DatagramSink {
+class InboundHandler final : public DatagramSink {
  public:
   static constexpr std::size_t kMaxKeptBytes = 8u << 20;
 
-  InboundHandler(datagram::Handshake& handshake, std::vector<datagram::FlowWindow>& windows, ControlReplies& replies)
+  InboundHandler(Handshake& handshake, std::vector<FlowWindow>& windows, ControlReplies& replies)
       : handshake_(handshake), windows_(windows), replies_(replies) {}
 
   // The engine's callback while it polls; null otherwise.
@@ -55,8 +55,8 @@ class InboundHandler final : public datagram::DatagramSink {
   void hand_over(int source, std::span<const std::byte> header, std::span<const std::byte> payload,
                  Clock::time_point arrived);
 
-  datagram::Handshake& handshake_;
-  std::vector<datagram::FlowWindow>& windows_;
+  Handshake& handshake_;
+  std::vector<FlowWindow>& windows_;
   ControlReplies& replies_;
   const std::function<void(const InboundMessage&)>* on_message_ = nullptr;
   std::deque<Kept> kept_;
@@ -64,4 +64,4 @@ class InboundHandler final : public datagram::DatagramSink {
   std::size_t delivered_ = 0;
 };
 
-}  // namespace optireduce::udp
+}  // namespace optireduce::datagram

@@ -1,16 +1,16 @@
 #include "inbound_handler.hpp"
 
-namespace optireduce::udp {
+namespace optireduce::datagram {
 
 void InboundHandler::on_hello(int source, std::uint8_t flags) {
   if (!handshake_.on_hello(source, flags)) return;
-  const std::byte body[datagram::kHelloBytes] = {std::byte{handshake_.flags_for(source)}};
-  replies_.reply(source, datagram::Kind::hello, body);
+  const std::byte body[kHelloBytes] = {std::byte{handshake_.flags_for(source)}};
+  replies_.reply(source, Kind::hello, body);
 }
 
 void InboundHandler::on_ping(int source, std::uint64_t value) {
   // Read in order after everything the peer sent before it: all of that has left the socket.
-  replies_.reply(source, datagram::Kind::pong, datagram::encode_value(value));
+  replies_.reply(source, Kind::pong, encode_value(value));
 }
 
 void InboundHandler::on_pong(int source, std::uint64_t value) { windows_[static_cast<std::size_t>(source)].confirm(value); }
@@ -56,4 +56,4 @@ std::size_t InboundHandler::deliver_kept() {
   return n;
 }
 
-}  // namespace optireduce::udp
+}  // namespace optireduce::datagram
