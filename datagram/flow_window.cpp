@@ -10,8 +10,11 @@ constexpr std::size_t kLinearLimit = 16384;    // larger datagrams go into page 
 constexpr std::size_t kPacketHeadroom = 384;   // headers and alignment in a linear buffer
 constexpr std::size_t kBufferBookkeeping = 256;
 constexpr std::size_t kFragmentOverhead = 4096;
-// Share of a receiver's buffer the senders may fill together: the rest absorbs the pings and
-// pongs and the datagrams of a peer already in the next call.
+// The kernel returns the memory of datagrams already read to the socket in batches, up to a
+// quarter of its buffer at a time: that much may still be charged when a pong says "read".
+constexpr double kReleasedLate = 0.25;
+// Share of the rest the senders may fill together: the remainder absorbs the pings and pongs
+// and the datagrams of a peer already in the next call.
 constexpr double kWindowShare = 0.9;
 
 }  // namespace
@@ -22,7 +25,8 @@ std::size_t kernel_charge(std::size_t datagram_bytes) {
 }
 
 std::size_t receive_window_bytes(std::size_t granted_rcvbuf, std::size_t datagram_bytes, int ranks) {
-  const double usable = double(granted_rcvbuf) * double(datagram_bytes) / double(kernel_charge(datagram_bytes));
+  const double usable =
+      (1 - kReleasedLate) * double(granted_rcvbuf) * double(datagram_bytes) / double(kernel_charge(datagram_bytes));
   const auto share = static_cast<std::size_t>(kWindowShare * usable / std::max(1, ranks - 1));
   return std::max(datagram_bytes, share);
 }

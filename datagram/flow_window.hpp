@@ -18,7 +18,8 @@ namespace optireduce::datagram {
 std::size_t kernel_charge(std::size_t datagram_bytes);
 
 // The window of one sender at one receiver: a share of what the receiver's socket buffer holds in
-// datagrams of this size, divided among the other ranks. `granted_rcvbuf` is what getsockopt
+// datagrams of this size (less what the kernel may still charge for datagrams already read),
+// divided among the other ranks. `granted_rcvbuf` is what getsockopt
 // reports (the kernel's real limit: twice what was asked).
 std::size_t receive_window_bytes(std::size_t granted_rcvbuf, std::size_t datagram_bytes, int ranks);
 
