@@ -22,6 +22,25 @@ UdpPair connect_udp_pair(const UdpSettings& settings) {
   return pair;
 }
 
+std::vector<std::unique_ptr<Transport>> connect_udp_job(int ranks, const UdpSettings& settings) {
+  std::vector<std::unique_ptr<Transport>> job(static_cast<std::size_t>(ranks));
+  std::vector<std::vector<std::byte>> addresses;
+  Status s;
+  for (auto& t : job) {
+    if (!(t = udp::make_udp_transport(settings, s))) return {};
+    addresses.push_back(t->local_address());
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  std::vector<Status> connected(job.size());
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] { connected[static_cast<std::size_t>(r)] = job[static_cast<std::size_t>(r)]->connect(r, addresses, deadline); });
+  for (auto& t : threads) t.join();
+  for (const Status& c : connected)
+    if (!c.ok()) return {};
+  return job;
+}
+
 std::vector<std::byte> test_header(std::uint32_t id, std::uint32_t payload_bytes) {
   std::vector<std::byte> h(8);
   put_le<std::uint32_t>(h.data(), id);

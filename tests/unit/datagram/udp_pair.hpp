@@ -21,6 +21,9 @@ struct UdpPair {
 // Both created and connected (in two threads); the statuses say how it went.
 UdpPair connect_udp_pair(const UdpSettings& settings);
 
+// `ranks` transports created and connected, one thread each; empty when one failed.
+std::vector<std::unique_ptr<Transport>> connect_udp_job(int ranks, const UdpSettings& settings);
+
 // A message as the tests send it: an 8-byte header (id, length) and a payload whose bytes follow
 // from the id.
 std::vector<std::byte> test_header(std::uint32_t id, std::uint32_t payload_bytes);

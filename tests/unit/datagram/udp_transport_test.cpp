@@ -194,6 +194,47 @@ TEST(UdpTransport, AStrangerSprayingDatagramsIsRejectedWithoutEffect) {
   EXPECT_EQ(c.rejected_malformed + c.rejected_foreign_source, 0u);
 }
 
+// Every rank sends 8 MiB to every other at once, as fast as it can: the flow windows keep each
+// receiver's socket buffer from overflowing, so over loopback nothing is lost.
+TEST(UdpTransport, FourRanksAllToAllLoseNothingBehindTheirWindows) {
+  constexpr int kRanks = 4;
+  auto job = connect_udp_job(kRanks, {});
+  ASSERT_EQ(job.size(), static_cast<std::size_t>(kRanks));
+  const std::size_t message = job[0]->traits().max_message_bytes - 8;
+  const std::vector<std::byte> data(8u << 20, std::byte{7});
+  const std::size_t per_peer = (data.size() + message - 1) / message;
+  std::vector<std::size_t> received(kRanks, 0);
+  std::atomic<int> finished{0};
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  auto run = [&](int r) {
+    Transport& t = *job[static_cast<std::size_t>(r)];
+    std::vector<std::size_t> sent(kRanks, 0);
+    const auto header = test_header(static_cast<std::uint32_t>(r), 0);
+    bool done = false;
+    while (finished.load() < kRanks && Clock::now() < deadline) {
+      for (int k = 1; k < kRanks; ++k) {
+        const auto p = static_cast<std::size_t>((r + k) % kRanks);
+        for (; sent[p] < per_peer && t.sends_in_flight(static_cast<int>(p)) < 256; ++sent[p]) {
+          const std::size_t at = sent[p] * message;
+          EXPECT_TRUE(t.send(static_cast<int>(p), Lane::data, header, std::span(data).subspan(at, std::min(message, data.size() - at))).ok());
+        }
+      }
+      (void)t.poll(Clock::now() + std::chrono::milliseconds(1), [&](const InboundMessage&) { ++received[static_cast<std::size_t>(r)]; });
+      if (!done && received[static_cast<std::size_t>(r)] >= (kRanks - 1) * per_peer) {
+        done = true;
+        ++finished;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r) threads.emplace_back(run, r);
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(received[static_cast<std::size_t>(r)], (kRanks - 1) * per_peer) << r;
+    EXPECT_EQ(job[static_cast<std::size_t>(r)]->counters().rejected(), 0u);
+  }
+}
+
 TEST(UdpTransport, ConnectNamesTheRanksThatNeverAnswer) {
   Status s;
   auto silent = udp::make_udp_transport({}, s);  // bound, never connected: it reads nothing
