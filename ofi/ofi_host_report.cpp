@@ -14,7 +14,7 @@ std::vector<std::string> host_report(const OfiSettings& settings) {
   for (const fi_info* i = list.head; i; i = i->next) {
     const std::string line = std::string("ofi: ") + i->fabric_attr->prov_name + "/" +
                              (i->domain_attr->name ? i->domain_attr->name : "?") + ", " +
-                             std::to_string(i->ep_attr->max_msg_size) + "-byte datagrams";
+                             std::to_string(std::min<std::size_t>(i->ep_attr->max_msg_size, 65507)) + "-byte datagrams";
     if (std::find(lines.begin(), lines.end(), line) == lines.end()) lines.push_back(line);
   }
   std::vector<const fi_info*> picked;

@@ -12,10 +12,11 @@ namespace {
 
 constexpr std::size_t kWantedReceiveBuffer = 8u << 20;
 
-std::string sysctl(const char* path) {
-  std::string v;
+// A sysctl's value in bytes, 0 when it cannot be read.
+std::size_t sysctl_bytes(const char* path) {
+  std::size_t v = 0;
   std::ifstream(path) >> v;
-  return v.empty() ? "?" : v;
+  return v;
 }
 
 std::string interface_line(const LocalInterface& li, const UdpSettings& settings) {
@@ -33,11 +34,13 @@ std::string interface_line(const LocalInterface& li, const UdpSettings& settings
 
 // Whether this process may pass net.core.rmem_max (CAP_NET_ADMIN), and what it gets.
 std::string buffer_line() {
+  const std::size_t limit = sysctl_bytes("/proc/sys/net/core/rmem_max");
+  std::string line = "udp: net.core.rmem_max = " + std::to_string(limit);
   UdpSocket probe;
-  const std::string limit = sysctl("/proc/sys/net/core/rmem_max");
-  if (!UdpSocket::bind(0x7f000001u, 0, 0, probe).ok()) return "udp: net.core.rmem_max = " + limit;
+  if (!UdpSocket::bind(0x7f000001u, 0, 0, probe).ok()) return line;
   const std::size_t granted = probe.size_receive_buffer(kWantedReceiveBuffer);
-  std::string line = "udp: receive buffer " + std::to_string(granted) + " bytes granted (net.core.rmem_max = " + limit + ")";
+  line += ", receive buffer " + std::to_string(granted) + " bytes granted";
+  if (granted > 2 * limit) line += " (past the limit: CAP_NET_ADMIN)";
   if (granted < 2 * kWantedReceiveBuffer)
     line += "; a small buffer means a small flow window: raise it with sysctl -w net.core.rmem_max=" +
             std::to_string(kWantedReceiveBuffer);

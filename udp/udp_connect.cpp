@@ -49,7 +49,8 @@ Status UdpTransport::connect(int self_rank, const std::vector<std::vector<std::b
   OR_RETURN_IF_ERROR(open_path(all));
   connected_ = true;
   OR_LOG(info, "udp: rank %d of %d over %s (%s:%u), window %zu bytes per peer, %s", rank_, ranks_, describe().c_str(),
-         ip_text(endpoint_.ip).c_str(), static_cast<unsigned>(endpoint_.port), windows_.empty() ? 0 : windows_[0].window_bytes(),
+         ip_text(endpoint_.ip).c_str(), static_cast<unsigned>(endpoint_.port),
+         windows_[static_cast<std::size_t>((rank_ + 1) % ranks_)].window_bytes(),
          authenticator_ ? "authenticated" : "not authenticated");
   return probe(deadline);
 }
