@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "local_interfaces.hpp"
+#include "optireduce/datagram/flow_window.hpp"
 
 namespace optireduce::udp {
 namespace {
@@ -11,6 +12,22 @@ namespace {
 using Pick = std::optional<std::size_t>;
 
 constexpr std::size_t kMinPathMtu = 576;  // what every IPv4 host must accept
+// Each sender's window should hold this many datagrams, or the window stalls on every datagram.
+constexpr std::size_t kDatagramsPerWindow = 4;
+// Smaller sizes to fall back to, each a linear kernel buffer filled well (2^k less the headroom).
+constexpr std::size_t kSmallerDatagrams[] = {32384, 16000, 7808, 3712, 1664};
+
+std::size_t fitting_datagram_bytes(std::size_t path_bytes, std::size_t smallest_buffer, int ranks) {
+  auto fits = [&](std::size_t d) { return datagram::receive_window_bytes(smallest_buffer, d, ranks) >= kDatagramsPerWindow * d; };
+  if (fits(path_bytes)) return path_bytes;
+  std::size_t d = path_bytes;
+  for (std::size_t smaller : kSmallerDatagrams) {
+    if (smaller >= path_bytes) continue;
+    d = smaller;
+    if (fits(d)) break;
+  }
+  return d;
+}
 
 template <typename Match>
 Pick find_endpoint(const Address& a, Match match) {
@@ -68,10 +85,14 @@ Status choose_path(const std::vector<Address>& ranks, const std::string& iface, 
   } else {
     OR_RETURN_IF_ERROR(pick_outward(ranks, out.endpoint));
   }
-  std::size_t mtu = ~std::size_t{0};
-  for (std::size_t r = 0; r < ranks.size(); ++r) mtu = std::min<std::size_t>(mtu, ranks[r].endpoints[out.endpoint[r]].mtu);
+  std::size_t mtu = ~std::size_t{0}, buffer = ~std::size_t{0};
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    mtu = std::min<std::size_t>(mtu, ranks[r].endpoints[out.endpoint[r]].mtu);
+    buffer = std::min<std::size_t>(buffer, ranks[r].endpoints[out.endpoint[r]].receive_buffer);
+  }
   OR_CHECK(mtu >= kMinPathMtu, unavailable, "udp: a path MTU of " + std::to_string(mtu) + " bytes is too small");
-  out.datagram_bytes = std::min(mtu - kIpUdpHeaderBytes, kMaxUdpPayload);
+  out.datagram_bytes =
+      fitting_datagram_bytes(std::min(mtu - kIpUdpHeaderBytes, kMaxUdpPayload), buffer, static_cast<int>(ranks.size()));
   return Status::Ok();
 }
 

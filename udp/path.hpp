@@ -4,7 +4,9 @@
 //   - loopback when every rank runs on one kernel in one network namespace;
 //   - otherwise the first subnet, in rank 0's order, in which every rank has an address;
 //   - otherwise each rank's first non-loopback address (a routed network).
-// Never loopback across hosts; host names play no part.
+// Never loopback across hosts; host names play no part. The datagram size is the path MTU's,
+// made smaller where the smallest receive buffer granted (net.core.rmem_max for unprivileged
+// users) would not hold a few datagrams from each sender.
 #pragma once
 
 #include <cstddef>
@@ -22,7 +24,8 @@ inline constexpr std::size_t kMaxUdpPayload = 65507;
 struct Path {
   bool loopback = false;
   std::vector<std::size_t> endpoint;  // per rank: index into its Address::endpoints
-  // Largest datagram every chosen endpoint carries without IP fragmentation.
+  // Largest datagram every chosen endpoint carries without IP fragmentation, and that every
+  // receive buffer holds several of from each sender.
   std::size_t datagram_bytes = 0;
 };
 

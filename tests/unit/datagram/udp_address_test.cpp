@@ -109,6 +109,31 @@ TEST(UdpPath, RefusesLoopbackAcrossHosts) {
   EXPECT_FALSE(choose_path(unknown, "", p).ok());
 }
 
+TEST(UdpPath, ASmallReceiveBufferGetsSmallerDatagrams) {
+  auto ranks_with = [](std::uint32_t buffer, int count) {
+    std::vector<Address> ranks;
+    for (int r = 0; r < count; ++r) {
+      ranks.push_back(rank(1, {loopback(static_cast<std::uint16_t>(r + 1))}));
+      ranks.back().endpoints[0].receive_buffer = buffer;
+    }
+    return ranks;
+  };
+  Path p;
+  ASSERT_TRUE(choose_path(ranks_with(16u << 20, 4), "", p).ok());
+  EXPECT_EQ(p.datagram_bytes, kMaxUdpPayload);
+  ASSERT_TRUE(choose_path(ranks_with(212992, 4), "", p).ok());  // Linux's default net.core.rmem_max
+  EXPECT_EQ(p.datagram_bytes, 7808u);
+  ASSERT_TRUE(choose_path(ranks_with(212992, 2), "", p).ok());
+  EXPECT_EQ(p.datagram_bytes, 16000u);
+  ASSERT_TRUE(choose_path(ranks_with(212992, 64), "", p).ok());
+  EXPECT_EQ(p.datagram_bytes, 1664u);  // the smallest it goes
+  // One rank's small buffer decides for all: every rank must agree on the size.
+  auto mixed = ranks_with(16u << 20, 4);
+  mixed[2].endpoints[0].receive_buffer = 212992;
+  ASSERT_TRUE(choose_path(mixed, "", p).ok());
+  EXPECT_EQ(p.datagram_bytes, 7808u);
+}
+
 TEST(UdpPath, TheNamedInterfaceWinsAndMustExistOnEveryRank) {
   const std::vector<Address> ranks = {rank(1, {loopback(1), eth("eth0", 0x0a000001u, 24, 1500)}),
                                       rank(1, {loopback(2), eth("eth0", 0x0a000001u, 24, 1500)})};
