@@ -23,8 +23,6 @@ class MessageBatch {
   void begin(const sockaddr_in* to, std::uint16_t segment_bytes);
   // Appends one datagram to the current message.
   void add(const Outgoing& datagram);
-  std::size_t size() const { return messages_.size(); }
-  bool empty() const { return messages_.empty(); }
   bool segmented(std::size_t message) const { return messages_[message].segment_bytes != 0; }
 
   // One sendmmsg, non-blocking: the number of messages sent, or -errno when none was.

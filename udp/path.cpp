@@ -71,17 +71,14 @@ Status pick_outward(const std::vector<Address>& ranks, std::vector<std::size_t>&
 Status choose_path(const std::vector<Address>& ranks, const std::string& iface, Path& out) {
   OR_CHECK(!ranks.empty(), invalid, "udp: no ranks");
   std::string lacking;
-  out.loopback = false;
   if (!iface.empty()) {
     auto named = [&](const Endpoint& e) { return e.iface == iface; };
     OR_CHECK(pick_all(ranks, named, out.endpoint, lacking), unavailable,
              "OPTIREDUCE_UDP_IFACE=\"" + iface + "\": ranks " + lacking + " have no IPv4 address on it");
-    out.loopback = ranks[0].endpoints[out.endpoint[0]].loopback;
   } else if (one_host(ranks)) {
     auto loop = [](const Endpoint& e) { return e.loopback; };
     OR_CHECK(pick_all(ranks, loop, out.endpoint, lacking), unavailable,
              "udp: every rank is on this host but ranks " + lacking + " have no loopback address");
-    out.loopback = true;
   } else {
     OR_RETURN_IF_ERROR(pick_outward(ranks, out.endpoint));
   }

@@ -22,7 +22,6 @@ inline constexpr std::size_t kIpUdpHeaderBytes = 28;  // IPv4 without options + 
 inline constexpr std::size_t kMaxUdpPayload = 65507;
 
 struct Path {
-  bool loopback = false;
   std::vector<std::size_t> endpoint;  // per rank: index into its Address::endpoints
   // Largest datagram every chosen endpoint carries without IP fragmentation, and that every
   // receive buffer holds several of from each sender.
