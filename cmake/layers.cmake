@@ -19,9 +19,15 @@ function(optireduce_transport_module name)
   add_library(${target} MODULE ${M_SOURCES})
   set_target_properties(${target} PROPERTIES PREFIX "lib" OUTPUT_NAME optireduce-transport-${name}
     LIBRARY_OUTPUT_DIRECTORY ${CMAKE_LIBRARY_OUTPUT_DIRECTORY}
+    CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON
     LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/transport_module.map)
   target_link_libraries(${target} PRIVATE ${M_LINK})
   target_link_options(${target} PRIVATE
-    -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/transport_module.map -Wl,--no-undefined)
+    -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/transport_module.map -Wl,--as-needed)
+  # Every symbol resolved at link time, except in clang's sanitizer builds, whose runtime only the
+  # executable carries.
+  if(NOT (OPTIREDUCE_SANITIZE AND CMAKE_CXX_COMPILER_ID MATCHES "Clang"))
+    target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  endif()
   install(TARGETS ${target} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endfunction()

@@ -1,25 +1,135 @@
 // Transport over libfabric datagram endpoints (FI_EP_DGRAM: the udp provider on any host, verbs
 // UD or EFA on clusters). Unreliable by design: it never retransmits; what is lost is the
-// engine's to compensate. Datagrams are paced, tagged with a per-communicator secret and
-// validated before the engine sees them.
+// engine's to compensate. Datagrams are paced, flow-controlled per peer, optionally protected by
+// FEC parity, tagged with the job's key and validated by datagram/'s dispatch before the engine
+// sees them.
 #pragma once
 
+#include <rdma/fabric.h>
+
+#include <deque>
 #include <memory>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "ofi_address.hpp"
+#include "ofi_endpoint.hpp"
+#include "optireduce/datagram/authenticator.hpp"
+#include "optireduce/datagram/dispatch.hpp"
+#include "optireduce/datagram/fec.hpp"
+#include "optireduce/datagram/flow_window.hpp"
+#include "optireduce/datagram/handshake.hpp"
+#include "optireduce/datagram/inbound_handler.hpp"
+#include "optireduce/datagram/sealer.hpp"
+#include "optireduce/datagram/token_bucket.hpp"
 #include "optireduce/transport.hpp"
+#include "optireduce/transport_module.hpp"
 
-namespace optireduce {
+namespace optireduce::ofi {
 
-struct OfiOptions {
-  std::string provider;  // empty: the first provider offering FI_EP_DGRAM
-  std::string iface;     // empty: loopback when every rank shares this host's loopback, else another
-  double rate_bits_per_s = 0;  // 0: pace from suggest_pace(), starting from a conservative default
-  unsigned fec_group = 0;      // 0: no parity datagrams
+// A transport with its candidate endpoints open, ready for connect(); null with `status` saying why.
+std::unique_ptr<Transport> make_ofi_transport(const OfiSettings& settings, Status& status);
+
+class OfiTransport final : public Transport, private datagram::ControlReplies {
+ public:
+  explicit OfiTransport(const OfiSettings& settings);
+  ~OfiTransport() override;
+  Status start();
+
+  std::vector<std::byte> local_address() const override { return address_; }
+  Status connect(int self_rank, const std::vector<std::vector<std::byte>>& addresses, Clock::time_point deadline) override;
+  Status send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) override;
+  std::size_t sends_in_flight(int peer) const override;
+  bool abandon_queued_sends() override;
+  Status poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override;
+  TransportTraits traits() const override;
+  std::string describe() const override;
+  void suggest_pace(double bytes_per_s) override;
+  TransportCounters counters() const override;
+
+ private:
+  struct TxEntry {
+    fi_context2 context;  // first: providers that need FI_CONTEXT use the memory we pass
+    int peer = -1;
+    bool engine_send = false;  // references engine memory: counts in sends_in_flight()
+    bool posted = false;       // handed to the provider, completion not yet seen
+    std::uint64_t sequence = 0;
+    // Provider prefix, datagram header, engine header (and the payload, when copied).
+    std::vector<std::byte> head;
+    std::span<const std::byte> payload;  // the engine's, when not copied
+  };
+  enum class Posted { sent, failed, busy };
+  struct RxBuffer {
+    fi_context2 context;
+    std::vector<std::byte> data;
+  };
+
+  // Connecting (ofi_transport.cpp).
+  Status read_addresses(const std::vector<std::vector<std::byte>>& blobs, std::vector<OfiAddress>& out) const;
+  Status choose_endpoint(const std::vector<OfiAddress>& all, bool& use_loopback);
+  Status configure(const std::vector<OfiAddress>& all, bool use_loopback);
+  Status post_receives();
+  Status probe(Clock::time_point deadline);
+  void greet(const std::vector<int>& peers);
+
+  // Sending (ofi_send.cpp).
+  TxEntry* new_entry();
+  void queue_datagram(int peer, datagram::Kind kind, std::span<const std::byte> header, std::span<const std::byte> payload,
+                      bool by_reference, bool control);
+  void close_parity_group(int peer);
+  void reply(int peer, datagram::Kind kind, std::span<const std::byte> body) override;
+  std::size_t datagram_bytes(const TxEntry* e) const { return e->head.size() - prefix_ + e->payload.size(); }
+  Posted post(TxEntry* e);
+  void release(TxEntry* e);
+  bool flush_control();
+  int next_ready_peer(Clock::time_point now);
+  void queue_ping_if_due(int peer, std::size_t next_bytes, Clock::time_point now);
+  void flush_sends();
+  void reap_sends();
+
+  // Receiving (ofi_receive.cpp).
+  bool post_receive(RxBuffer& buffer);
+  void drain_receives();
+  std::optional<int> origin_of(fi_addr_t from) const;
+  void wait(Clock::time_point until);
+
+  OfiSettings settings_;
+  std::vector<std::unique_ptr<Endpoint>> candidates_;
+  Endpoint* endpoint_ = nullptr;
+  std::vector<std::byte> address_;
+  datagram::Secret secret_{};
+  std::size_t prefix_ = 0;        // FI_MSG_PREFIX bytes the provider wants in front of each buffer
+  std::size_t max_datagram_ = 0;  // the provider's max_msg_size
+  std::size_t max_message_ = 0;   // engine header + payload per datagram
+  bool copy_payload_ = false;     // the provider takes a single buffer per send
+  bool has_source_ = false;       // the provider reports the sender's address (FI_SOURCE)
+
+  bool connected_ = false;
+  int rank_ = -1;
+  int ranks_ = 0;
+  std::vector<fi_addr_t> addresses_;
+  std::unordered_map<fi_addr_t, int> rank_of_;
+  std::unique_ptr<datagram::Authenticator> authenticator_;
+  datagram::Sealer sealer_;
+  datagram::Handshake handshake_;
+  std::vector<datagram::FlowWindow> windows_;
+  datagram::TokenBucket bucket_;
+  std::unique_ptr<datagram::ReceiveDispatch> dispatch_;
+  std::unique_ptr<datagram::InboundHandler> inbound_;
+  TransportCounters counters_;
+
+  std::vector<std::size_t> in_flight_;
+  std::size_t posted_engine_sends_ = 0;       // posted, not completed, referencing engine memory
+  std::vector<std::deque<TxEntry*>> queues_;  // per peer: data and parity, in order
+  std::deque<TxEntry*> control_;              // hello, ping, pong, control lane: first, outside the window
+  int next_peer_ = 0;
+  std::vector<std::unique_ptr<TxEntry>> entries_;
+  std::vector<TxEntry*> free_entries_;
+  std::vector<std::unique_ptr<RxBuffer>> receives_;
+  Clock::time_point send_blocked_until_{};
+  std::vector<datagram::ParityEncoder> encoders_;  // per destination, with FEC
 };
 
-std::unique_ptr<Transport> make_ofi_transport(const OfiOptions& options, std::string& error);
-
-
-}  // namespace optireduce
+}  // namespace optireduce::ofi

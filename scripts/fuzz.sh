@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# libFuzzer over the datagram parse-and-apply path (tests/fuzz/datagram_fuzz.cpp), with ASan+UBSan.
+# libFuzzer over the datagram receive path (tests/fuzz/datagram_fuzz.cpp: udp/'s receive path into datagram/'s dispatch), with ASan+UBSan.
 #   scripts/fuzz.sh [seconds]     default 60
 # Builds build-fuzz with clang, runs the fuzzer on a working corpus (build-fuzz/fuzz-corpus, seeded
 # from tests/fuzz/corpus), and prints libFuzzer's figures. A crash is saved as

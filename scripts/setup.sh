@@ -11,6 +11,7 @@ packages=(
   libucx-dev ucx-utils
   libfabric-dev libfabric-bin
   libhwloc-dev
+  libssl-dev
   libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3-mpi4py python3-numpy
   nftables iproute2 iperf3

@@ -1,543 +1,274 @@
-// libFuzzer target over the datagram transport's parse-and-apply path (issue 5, part 3).
+// libFuzzer target over the datagram transports' receive path: the real one of udp/
+// (udp::ReceivePath: GRO splitting, the rank behind each source address) feeding the one
+// dispatch of datagram/ (validation, tag, FEC repair) and its inbound handler (handshake, flow
+// window, data for the engine), seen from rank 0 of a three-rank job.
 //
-// A two-rank job seen from rank 0: a real Engine over a FuzzTransport whose poll() hands it
-// datagrams exactly as the ofi transport does (ofi::parse_datagram under the job's key, the same
-// dispatch by kind, FEC repair through ofi::ParityDecoder, the same InboundMessage), so every
-// fuzzed datagram runs the tag check and then Engine::on_message -> apply. The transport is
-// unreliable, so the first call is a calibration call (the bootstrap's exact sum, then a probe
-// Transpose AllReduce over the transport) and later ones are bounded calls.
+// Rank 1 is honest: the harness builds its datagrams with the real sealer (data, parity, hello,
+// ping, pong), some of them lost on the way. The fuzzer adds its own datagrams from any address
+// (rank 1's, rank 2's, rank 0's own, a stranger's), joined into GRO buffers or marked truncated,
+// and may sign them as a job insider would, so inputs reach past the tag.
 //
-// Rank 1 is simulated by the transport: an honest peer (optional) that answers rank 0's sends
-// with what a real rank 1 would send (its scatter contributions, the reduced all-gather chunks,
-// "done"), optionally losing some of them and adding FEC parity. The fuzzer adds its own
-// datagrams, and may ask the harness to sign them (a job insider) and to patch the fields it
-// cannot guess (comm id, epoch, total), so inputs reach the engine's deep checks.
+// Input: a 3-byte preamble (see Preamble), then records [u16 length][u8 flags][u8 extra][bytes].
 //
-// Input: an 8-byte preamble (see Preamble), then records [u16 length][u8 flags][length bytes],
-// each one datagram as it would come off the wire (without provider prefix).
-//
-// Checked after every call: it returned within its time bound; the guard zones around the output
-// and the input itself are untouched (ASan checks the rest); when no fuzzed datagram was ever
-// accepted, every output entry is finite, and exactly the sum when nothing was lost.
-#include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <cstdint>
+// Checked after every buffer: every message handed to the engine comes from rank 1 or 2, views
+// memory inside what was fed, and, unless an insider signed something, is byte for byte a
+// message honest rank 1 sent (nothing forged passes; with authentication off, nothing from an
+// address that is not a rank's); every segment is counted, accepted or rejected; answers go only
+// to ranks, as hellos or pongs.
+#include <arpa/inet.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <fstream>
-#include <memory>
+#include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "bootstrap.hpp"
-#include "datagram.hpp"
-#include "engine.hpp"
-#include "fec.hpp"
-#include "optireduce/transport.hpp"
-#include "shard_layout.hpp"
-#include "wire_header.hpp"
+#include "optireduce/byte_order.hpp"
+#include "optireduce/datagram/authenticator.hpp"
+#include "optireduce/datagram/fec.hpp"
+#include "optireduce/datagram/inbound_handler.hpp"
+#include "optireduce/datagram/sealer.hpp"
+#include "optireduce/udp/receive_path.hpp"
+#include "optireduce/udp/segmentation.hpp"
 
 namespace {
 
 using namespace optireduce;
-using ofi::DatagramHeader;
-using ofi::DatagramKind;
-using ofi::DatagramReject;
+using datagram::Kind;
 
-constexpr ofi::SipKey kKey{0x0123456789abcdefull, 0x0fedcba987654321ull};
-constexpr int kRanks = 2;
-constexpr std::uint32_t kChunkElems = 16;
-constexpr std::size_t kMaxMessage = 1024;  // header + payload of one send (the provider's limit)
-constexpr auto kTimeout = std::chrono::milliseconds(4);
+constexpr int kRanks = 3;
 constexpr unsigned kFecGroup = 4;
-constexpr std::size_t kGuard = 16;  // guard floats on each side of the output
-constexpr std::uint32_t kGuardBits = 0x7fa5a5a5u;  // a NaN no code path writes
-
-// Engine header field offsets (wire_header.cpp's encode order).
-constexpr std::size_t kOffMagic = 0, kOffComm = 16, kOffEpoch = 24, kOffTotal = 32;
+constexpr datagram::Secret kSecret{std::byte{0x5e}, std::byte{0xc7}, std::byte{0x01}};
 
 // Record flags.
-constexpr std::uint8_t kSign = 1 << 0;        // sign the datagram header with the job's key
-constexpr std::uint8_t kPatchComm = 1 << 1;   // engine header: this communicator's id
-constexpr std::uint8_t kPatchEpoch = 1 << 2;  // engine header: current epoch + (low byte % 8) - 3
-constexpr std::uint8_t kBreak = 1 << 3;       // the next record comes at a later poll()
-constexpr std::uint8_t kPatchTotal = 1 << 4;  // engine header: the current call's element count
-constexpr std::uint8_t kPatchMagic = 1 << 5;  // engine header: magic and version
+constexpr std::uint8_t kOriginMask = 3;        // 0 rank 1, 1 rank 2, 2 a stranger, 3 rank 0 itself
+constexpr std::uint8_t kSign = 1 << 2;         // an insider: valid header fields, tagged (source: extra % 3)
+constexpr std::uint8_t kJoin = 1 << 3;         // joined with the next record into one GRO buffer
+constexpr std::uint8_t kTruncated = 1 << 4;    // the kernel reported MSG_TRUNC
+constexpr std::uint8_t kHonestFirst = 1 << 5;  // honest rank 1 sends a datagram before it (extra: its size)
+constexpr std::uint8_t kHonestLost = 1 << 6;   // ... which is lost on the way
+constexpr std::uint8_t kHonestControl = 1 << 7;  // ... a hello, ping or pong instead of data
 
-void put_le(std::byte* p, std::uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) p[i] = std::byte((v >> (8 * i)) & 0xff);
-}
-std::uint64_t get_le(const std::byte* p, int bytes) {
-  std::uint64_t v = 0;
-  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | std::to_integer<std::uint64_t>(p[i]);
-  return v;
-}
-
+// b0: bit 0 authentication off, bit 1 FEC, bit 2 the engine not listening (data is kept until the
+// end), bit 3 64 KB datagrams (else 1372); b1-b2: the honest engine headers' first byte values.
 struct Preamble {
-  static constexpr std::size_t kSize = 8;
-  bool honest = true;     // b0 bit0: the simulated rank 1 answers
-  bool fec = false;       // b0 bit1: FEC parity from rank 1, repair at rank 0
-  HadamardMode hadamard = HadamardMode::off;  // b0 bits 2-3
-  bool fill_local = false;  // b0 bit4
-  bool fault_drop = false;  // b0 bit5: injected drops (OPTIREDUCE_FAULT_DROP)
-  bool in_place = false;    // b0 bit6
-  bool bootstrap_fails = false;  // b0 bit7: the second exact sum over the bootstrap fails
-  std::uint32_t count_a = 0, count_b = 0;  // elements: calls 1-2, call 3
-  std::uint8_t exact_mask = 0;    // bit k: call k is not allowed to be bounded
-  std::uint16_t drop_mask = 0;    // honest datagram i is lost when bit i % 16 is set
-  unsigned sync_interval = 1;
-
-  explicit Preamble(const std::uint8_t* d) {
-    honest = d[0] & 1;
-    fec = d[0] & 2;
-    static constexpr HadamardMode modes[4] = {HadamardMode::off, HadamardMode::on, HadamardMode::automatic,
-                                              HadamardMode::off};
-    hadamard = modes[(d[0] >> 2) & 3];
-    fill_local = d[0] & 16;
-    fault_drop = d[0] & 32;
-    in_place = d[0] & 64;
-    bootstrap_fails = d[0] & 128;
-    count_a = (d[1] | (d[2] << 8)) % 1025;
-    count_b = d[3] * 3u;
-    exact_mask = d[4];
-    drop_mask = static_cast<std::uint16_t>(d[5] | (d[6] << 8));
-    sync_interval = 1 + d[7] % 3;
-  }
+  static constexpr std::size_t kSize = 3;
+  bool authenticate, fec, listening, big;
+  std::uint16_t seed;
+  explicit Preamble(const std::uint8_t* d)
+      : authenticate(!(d[0] & 1)), fec(d[0] & 2), listening(!(d[0] & 4)), big(d[0] & 8),
+        seed(static_cast<std::uint16_t>(d[1] | d[2] << 8)) {}
+  std::size_t max_datagram() const { return big ? 65507 : 1372; }
 };
 
 struct Record {
-  std::uint8_t flags = 0;
+  std::uint8_t flags = 0, extra = 0;
   std::vector<std::byte> bytes;
 };
 
-// All-gather: this rank's blob twice (rank 1 "sent" the same: same nonce, same figures). Exact
-// sum: twice the input, as rank 1 holds the same data.
-class FuzzBootstrap final : public Bootstrap {
- public:
-  explicit FuzzBootstrap(int fail_at) : fail_at_(fail_at) {}
-  std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override {
-    std::vector<std::byte> blob(mine.begin(), mine.end());
-    return {blob, blob};
-  }
-  bool allreduce_sum(const float* input, float* output, std::uint64_t count) override {
-    if (++sums_ == fail_at_) return false;
-    for (std::uint64_t i = 0; i < count; ++i) output[i] = input[i] * 2.0f;
-    return true;
-  }
-
- private:
-  int fail_at_;
-  int sums_ = 0;
-};
-
-struct Shared {  // what the harness and the transport both see
-  std::uint64_t comm_id = 0;
-  std::vector<float> peer_input;  // rank 1's input (the same as rank 0's)
-  std::uint64_t fuzz_accepted = 0;  // fuzzed datagrams that passed the tag and reached dispatch
-  std::uint64_t honest_lost = 0;
-};
-
-class FuzzTransport final : public Transport {
- public:
-  FuzzTransport(Shared& shared, const Preamble& pre, std::deque<Record>& records)
-      : shared_(shared), pre_(pre), records_(records), encoder_(kFecGroup, kMaxMessage),
-        decoders_(kRanks, ofi::ParityDecoder(kFecGroup, kMaxMessage)) {
-    // The connection check every peer sends at creation: no engine header, an empty span.
-    if (pre_.honest) queue(DatagramKind::hello, honest_sequence_++, {}, {});
-  }
-
-  std::vector<std::byte> local_address() const override { return {std::byte{0}}; }
-  TransportStatus connect(int, const std::vector<std::vector<std::byte>>&, Clock::time_point) override {
-    return TransportStatus::ok;
-  }
-  TransportStatus send(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) override {
-    if (peer != 1 || header.size() != WireHeader::kEncodedSize) std::abort();  // the engine's own contract
-    WireHeader h;
-    if (decode(header, h) != DecodeError::none) std::abort();
-    // A missing-chunk bitmap's extent counts bytes, a chunk's elements.
-    if ((h.phase == Phase::missing ? h.length : h.length * sizeof(float)) != payload.size()) std::abort();
-    if (h.epoch != epoch_) {
-      epoch_ = h.epoch;
-      total_ = h.total;
-      if (pre_.honest) send_honest_scatter(h);
-    }
-    if (!pre_.honest) return TransportStatus::ok;
-    if (h.phase == Phase::scatter_reduce) {
-      // Rank 1 reduces its chunk (its contribution equals ours) and sends it back.
-      std::vector<float> reduced(h.length);
-      std::memcpy(reduced.data(), payload.data(), payload.size());
-      for (float& x : reduced) x *= 2.0f;
-      WireHeader g = h;
-      g.phase = Phase::all_gather;
-      g.source = 1;
-      g.flags &= WireHeader::kFlagLastSlice;
-      honest(g, reduced);
-    } else if (h.phase == Phase::done) {
-      WireHeader d = h;
-      d.source = 1;
-      honest(d, {});
-    } else if (h.phase == Phase::missing) {
-      // Rank 1 lacks nothing (what it did not get is lost on the way to rank 0 anyway).
-      WireHeader m = h;
-      m.source = 1;
-      honest_bytes(m, std::vector<std::byte>(h.length, std::byte{0}));
-    }
-    return TransportStatus::ok;
-  }
-  std::size_t sends_in_flight(int) const override { return 0; }
-
-  TransportStatus poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override {
-    std::size_t delivered = 0;
-    while (!records_.empty()) {
-      Record r = std::move(records_.front());
-      records_.pop_front();
-      delivered += deliver_fuzzed(r, on_message);
-      if (r.flags & kBreak) break;
-    }
-    while (!honest_.empty()) {
-      std::vector<std::byte> d = std::move(honest_.front());
-      honest_.pop_front();
-      delivered += deliver(d, on_message, nullptr);
-    }
-    if (delivered) return TransportStatus::ok;
-    // Nothing more will come before the deadline: block until it, as a real transport does.
-    if (deadline != Clock::time_point::min() && deadline > Clock::now() && deadline < Clock::now() + kTimeout * 4)
-      std::this_thread::sleep_until(deadline);
-    return TransportStatus::timeout;
-  }
-  std::size_t max_message_bytes() const override { return kMaxMessage; }
-  bool reliable() const override { return false; }
-  std::string describe() const override { return "fuzz"; }
-
- private:
-  // Rank 1's scatter contributions to rank 0's shard, all at once when a call starts.
-  void send_honest_scatter(const WireHeader& from) {
-    const ShardLayout layout(from.total, kRanks, kChunkElems);
-    const std::uint32_t chunks = layout.chunks_in_shard(0);
-    for (std::uint32_t c = 0; c < chunks; ++c) {
-      const Extent e = layout.chunk(0, c);
-      WireHeader h;
-      h.phase = Phase::scatter_reduce;
-      h.flags = c + 3 >= chunks ? WireHeader::kFlagLastSlice : 0;
-      h.source = 1;
-      h.comm_id = from.comm_id;
-      h.epoch = from.epoch;
-      h.total = from.total;
-      h.offset = e.offset;
-      h.length = e.length;
-      std::vector<float> values(e.length, 0.0f);
-      if (shared_.peer_input.size() >= e.offset + e.length)
-        std::memcpy(values.data(), shared_.peer_input.data() + e.offset, e.length * sizeof(float));
-      honest(h, values);
-    }
-  }
-
-  // Queues one data datagram from rank 1 (maybe lost), and a parity after each FEC group.
-  void honest(const WireHeader& h, const std::vector<float>& payload) {
-    const auto* p = reinterpret_cast<const std::byte*>(payload.data());
-    honest_bytes(h, {p, payload.size() * sizeof(float)});
-  }
-  void honest_bytes(const WireHeader& h, std::span<const std::byte> payload) {
-    std::vector<std::byte> header(WireHeader::kEncodedSize);
-    encode(h, std::span<std::byte, WireHeader::kEncodedSize>(header.data(), header.size()));
-    const std::uint32_t sequence = honest_sequence_++;
-    const bool lost = pre_.drop_mask >> (sequence % 16) & 1;
-    if (lost) ++shared_.honest_lost;
-    else queue(DatagramKind::data, sequence, header, payload);
-    if (!pre_.fec) return;
-    encoder_.add(sequence, header, payload);
-    if (!encoder_.full()) return;
-    std::vector<std::byte> table, parity;
-    encoder_.finish(table, parity);
-    queue(DatagramKind::parity, honest_sequence_++, table, parity);
-  }
-
-  void queue(DatagramKind kind, std::uint32_t sequence, std::span<const std::byte> header, std::span<const std::byte> payload) {
-    std::vector<std::byte> d(DatagramHeader::kSize + header.size() + payload.size());
-    if (!header.empty()) std::memcpy(d.data() + DatagramHeader::kSize, header.data(), header.size());
-    if (!payload.empty()) std::memcpy(d.data() + DatagramHeader::kSize + header.size(), payload.data(), payload.size());
-    DatagramHeader h;
-    h.kind = kind;
-    h.source = 1;
-    h.header_bytes = static_cast<std::uint16_t>(header.size());
-    h.sequence = sequence;
-    ofi::encode_datagram_header(h, kKey, header, std::span<std::byte, DatagramHeader::kSize>(d.data(), DatagramHeader::kSize));
-    honest_.push_back(std::move(d));
-  }
-
-  std::size_t deliver_fuzzed(Record& r, const std::function<void(const InboundMessage&)>& on_message) {
-    auto& d = r.bytes;
-    const std::size_t e = DatagramHeader::kSize;  // the engine header starts here
-    auto field = [&](std::size_t off, std::size_t n) { return d.size() >= e + off + n; };
-    if ((r.flags & kPatchMagic) && field(kOffMagic, 6)) {
-      put_le(&d[e], WireHeader::kMagic, 4);
-      d[e + 4] = std::byte{WireHeader::kVersion};
-    }
-    if ((r.flags & kPatchComm) && field(kOffComm, 8)) put_le(&d[e + kOffComm], shared_.comm_id, 8);
-    if ((r.flags & kPatchEpoch) && field(kOffEpoch, 8)) {
-      const int delta = static_cast<int>(std::to_integer<unsigned>(d[e + kOffEpoch]) % 8) - 3;
-      put_le(&d[e + kOffEpoch], epoch_ + static_cast<std::uint64_t>(static_cast<std::int64_t>(delta)), 8);
-    }
-    if ((r.flags & kPatchTotal) && field(kOffTotal, 8)) put_le(&d[e + kOffTotal], total_, 8);
-    if ((r.flags & kSign) && d.size() >= e) {
-      // The datagram header of a job insider: valid kind, a small source, a tagged length that
-      // fits; the rest as fuzzed.
-      DatagramHeader h;
-      const unsigned kind = std::to_integer<unsigned>(d[5]);
-      h.kind = static_cast<DatagramKind>(kind >= 1 && kind <= 5 ? kind : 1 + kind % 5);
-      h.source = static_cast<std::uint16_t>(std::to_integer<unsigned>(d[6]) % 4);
-      const std::size_t body = d.size() - e;
-      h.header_bytes = static_cast<std::uint16_t>(get_le(&d[8], 2) % (std::min(body, DatagramHeader::kMaxTaggedHeader) + 1));
-      h.sequence = static_cast<std::uint32_t>(get_le(&d[12], 4));
-      ofi::encode_datagram_header(h, kKey, std::span<const std::byte>(d).subspan(e, h.header_bytes),
-                                  std::span<std::byte, DatagramHeader::kSize>(d.data(), DatagramHeader::kSize));
-    }
-    bool accepted = false;
-    const std::size_t n = deliver(d, on_message, &accepted);
-    if (accepted) ++shared_.fuzz_accepted;
-    return n;
-  }
-
-  // OfiTransport::deliver and deliver_body, minus the provider's source address check.
-  std::size_t deliver(std::span<const std::byte> datagram, const std::function<void(const InboundMessage&)>& on_message,
-                      bool* accepted) {
-    DatagramHeader h;
-    std::span<const std::byte> body;
-    if (ofi::parse_datagram(datagram, kKey, kRanks, h, body) != DatagramReject::none) return 0;
-    if (h.source == 0) return 0;  // "from" this rank
-    if (accepted) *accepted = true;
-    switch (h.kind) {
-      case DatagramKind::hello:
-        return 0;
-      case DatagramKind::ping:
-      case DatagramKind::pong:
-        if (h.header_bytes != 8 || body.size() != 8) return 0;
-        (void)get_le(body.data(), 8);
-        return 0;
-      case DatagramKind::data:
-        if (pre_.fec) decoders_[h.source].add(h.sequence, body);
-        return deliver_body(h.source, body, h.header_bytes, on_message);
-      case DatagramKind::parity: {
-        if (!pre_.fec) return 0;
-        std::vector<std::byte> repaired;
-        std::size_t header_bytes = 0;
-        if (decoders_[h.source].repair(h.sequence, body.first(h.header_bytes), body.subspan(h.header_bytes), repaired,
-                                       header_bytes))
-          return deliver_body(h.source, repaired, header_bytes, on_message);
-        return 0;
-      }
-    }
-    return 0;
-  }
-
-  static std::size_t deliver_body(int source, std::span<const std::byte> body, std::size_t header_bytes,
-                                  const std::function<void(const InboundMessage&)>& on_message) {
-    on_message(ofi::inbound_message(source, body, header_bytes));
-    return 1;
-  }
-
-  Shared& shared_;
-  const Preamble& pre_;
-  std::deque<Record>& records_;
-  std::deque<std::vector<std::byte>> honest_;
-  std::uint32_t honest_sequence_ = 0;
-  ofi::ParityEncoder encoder_;
-  std::vector<ofi::ParityDecoder> decoders_;
-  std::uint64_t epoch_ = 0, total_ = 0;
-};
-
-std::unique_ptr<Engine> make_engine(Shared& shared, const Preamble& pre, std::deque<Record>& records) {
-  EngineOptions o;
-  o.chunk_elems = kChunkElems;
-  o.timeout = kTimeout;
-  o.calibration_calls = 1;
-  o.sync_interval = pre.sync_interval;
-  o.reliable_calls_after_overrun = 2;
-  o.fill = pre.fill_local ? FillPolicy::local : FillPolicy::zero;
-  o.hadamard = pre.hadamard;
-  o.hadamard_block_log2 = 8;
-  o.faults.drop = pre.fault_drop ? 0.25 : 0.0;
-  o.faults.seed = 7;
-  std::string error;
-  auto engine = Engine::create(0, kRanks, std::make_unique<FuzzTransport>(shared, pre, records),
-                               std::make_unique<FuzzBootstrap>(pre.bootstrap_fails ? 2 : -1), o, error);
-  if (!engine) {
-    std::fprintf(stderr, "datagram_fuzz: Engine::create failed: %s\n", error.c_str());
-    std::abort();
-  }
-  shared.comm_id = engine->comm_id();
-  return engine;
-}
-
-float value_at(std::size_t i) { return static_cast<float>(static_cast<int>(i % 13) - 6) * 0.75f + 0.125f; }
-
-void check(bool ok, const char* what, std::uint64_t call) {
+void check(bool ok, const char* what) {
   if (ok) return;
-  std::fprintf(stderr, "datagram_fuzz: invariant violated at call %llu: %s\n", static_cast<unsigned long long>(call), what);
+  std::fprintf(stderr, "datagram_fuzz: invariant violated: %s\n", what);
   std::abort();
 }
 
-void run_one(const std::uint8_t* data, std::size_t size) {
-  if (size < Preamble::kSize) return;
-  const Preamble pre(data);
-  std::deque<Record> records;
-  for (std::size_t at = Preamble::kSize; at + 3 <= size && records.size() < 64;) {
+class Replies final : public datagram::ControlReplies {
+ public:
+  void reply(int peer, Kind kind, std::span<const std::byte> body) override {
+    check(peer >= 1 && peer < kRanks, "an answer to a rank outside the job or to itself");
+    check(kind == Kind::hello || kind == Kind::pong, "an answer that is neither hello nor pong");
+    check(body.size() == (kind == Kind::hello ? datagram::kHelloBytes : datagram::kValueBytes), "an answer's body length");
+  }
+};
+
+// Rank 0's receive side, as udp::UdpTransport builds it, and honest rank 1.
+struct Job {
+  const Preamble& pre;
+  std::unique_ptr<datagram::Authenticator> auth0, auth1, auth_insider[kRanks];
+  datagram::Sealer honest, insider[kRanks];
+  TransportCounters counters;
+  datagram::Handshake handshake{0, kRanks};
+  std::vector<datagram::FlowWindow> windows = std::vector<datagram::FlowWindow>(kRanks, datagram::FlowWindow(1 << 20));
+  Replies replies;
+  std::unique_ptr<datagram::ReceiveDispatch> dispatch;
+  std::unique_ptr<datagram::InboundHandler> inbound;
+  std::unique_ptr<udp::ReceivePath> path;
+  sockaddr_in address[kRanks + 1]{};  // ranks 0..2, then the stranger
+  datagram::ParityEncoder encoder{kFecGroup};
+  std::set<std::vector<std::byte>> honest_messages;  // engine header + payload
+  bool insider_signed = false;
+
+  explicit Job(const Preamble& p) : pre(p) {
+    Status s;
+    auth0 = datagram::Authenticator::create(kSecret, 0, kRanks, s);
+    auth1 = datagram::Authenticator::create(kSecret, 1, kRanks, s);
+    for (int r = 0; r < kRanks; ++r) auth_insider[r] = datagram::Authenticator::create(kSecret, r, kRanks, s);
+    honest = datagram::Sealer(pre.authenticate ? auth1.get() : nullptr, 1, kRanks);
+    for (int r = 0; r < kRanks; ++r) insider[r] = datagram::Sealer(pre.authenticate ? auth_insider[r].get() : nullptr, r, kRanks);
+    dispatch = std::make_unique<datagram::ReceiveDispatch>(0, kRanks, pre.authenticate ? auth0.get() : nullptr,
+                                                           pre.fec ? kFecGroup : 0, pre.max_datagram());
+    inbound = std::make_unique<datagram::InboundHandler>(handshake, windows, replies);
+    for (int r = 0; r <= kRanks; ++r) {
+      address[r].sin_family = AF_INET;
+      address[r].sin_addr.s_addr = htonl(0x7f000001u + (r == kRanks ? 1 : 0));
+      address[r].sin_port = htons(static_cast<std::uint16_t>(4000 + r));
+    }
+    path = std::make_unique<udp::ReceivePath>(*dispatch, std::vector<sockaddr_in>(address, address + kRanks), counters);
+  }
+};
+
+std::vector<std::byte> wire(const datagram::HeaderBytes& head, std::span<const std::byte> header, std::span<const std::byte> payload) {
+  std::vector<std::byte> w(head.begin(), head.end());
+  w.insert(w.end(), header.begin(), header.end());
+  w.insert(w.end(), payload.begin(), payload.end());
+  return w;
+}
+
+// Honest rank 1's next datagram to rank 0 (empty when it is lost), and a parity behind a full group.
+std::vector<std::vector<std::byte>> honest_datagrams(Job& job, const Record& r) {
+  std::vector<std::vector<std::byte>> out;
+  if (r.flags & kHonestControl) {
+    const Kind kinds[] = {Kind::hello, Kind::ping, Kind::pong};
+    const Kind kind = kinds[r.extra % 3];
+    const auto value = datagram::encode_value(r.extra * 1000u);
+    const std::byte hello[1] = {std::byte(static_cast<unsigned char>(r.extra & 3))};
+    const std::span<const std::byte> body = kind == Kind::hello ? std::span<const std::byte>(hello) : std::span<const std::byte>(value);
+    out.push_back(wire(job.honest.seal(0, kind, {}, body), {}, body));
+    return out;
+  }
+  std::vector<std::byte> header(56), payload(std::min<std::size_t>(8u * r.extra, job.pre.max_datagram() - 40 - 56 - 70));
+  for (std::size_t i = 0; i < header.size(); ++i) header[i] = std::byte(static_cast<unsigned char>(job.pre.seed + i));
+  for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = std::byte(static_cast<unsigned char>(r.extra * 3 + i));
+  std::vector<std::byte> message(header);
+  message.insert(message.end(), payload.begin(), payload.end());
+  job.honest_messages.insert(message);
+  const std::uint64_t sequence = job.honest.next_sequence(0);
+  const auto w = wire(job.honest.seal(0, Kind::data, header, payload), header, payload);
+  if (!(r.flags & kHonestLost)) out.push_back(w);
+  if (!job.pre.fec) return out;
+  const std::span<const std::byte> pieces[] = {w};
+  job.encoder.add(sequence, pieces);
+  if (!job.encoder.full()) return out;
+  std::vector<std::byte> table, parity;
+  job.encoder.finish(table, parity);
+  out.push_back(wire(job.honest.seal(0, Kind::parity, table, parity), table, parity));
+  return out;
+}
+
+// An insider's datagram: the fuzzed body behind a header whose fields are consistent with it.
+void sign(Job& job, Record& r) {
+  auto& d = r.bytes;
+  if (d.size() < datagram::Header::kSize) return;
+  const std::size_t body = d.size() - datagram::Header::kSize;
+  const std::size_t header_bytes = get_le<std::uint16_t>(d.data() + 6) % (std::min<std::size_t>(body, 300) + 1);
+  const unsigned kind = 1 + std::to_integer<unsigned>(d[5]) % datagram::kLastKind;
+  const std::span<const std::byte> rest(d.data() + datagram::Header::kSize, body);
+  const auto head = job.insider[r.extra % kRanks].seal(0, static_cast<Kind>(kind), rest.first(header_bytes), rest.subspan(header_bytes));
+  std::copy(head.begin(), head.end(), d.begin());
+  job.insider_signed = true;
+}
+
+// What the engine would be handed: `from_rank` when it arrived from a rank's address.
+std::function<void(const InboundMessage&)> engine(const Job& job, bool from_rank) {
+  return [&job, from_rank](const InboundMessage& m) {
+    check(m.source == 1 || m.source == 2, "a message from a rank that cannot have sent one");
+    check(m.payload_held && m.payload.size() == m.payload_size, "a payload view that does not match its size");
+    check(m.header.size() <= datagram::Header::kMaxEngineHeader, "an engine header longer than allowed");
+    check(job.pre.authenticate || from_rank, "without authentication, a message from an address that is no rank's");
+    std::vector<std::byte> message(m.header.begin(), m.header.end());
+    message.insert(message.end(), m.payload.begin(), m.payload.end());
+    check(job.insider_signed || !job.pre.authenticate || job.honest_messages.count(message), "a forged message passed");
+  };
+}
+
+// Feeds one buffer to the receive path and checks what came out.
+void feed(Job& job, const std::vector<std::byte>& buffer, std::size_t segment, bool truncated, int origin_index) {
+  const auto before = job.counters.messages_received + job.counters.rejected();
+  const auto on_message = engine(job, origin_index == 1 || origin_index == 2);
+  job.inbound->listen(job.pre.listening ? &on_message : nullptr);
+  job.path->deliver(buffer, segment, truncated, job.address[origin_index], Clock::now(), *job.inbound);
+  job.inbound->listen(nullptr);
+  const auto after = job.counters.messages_received + job.counters.rejected();
+  const std::size_t segments = truncated ? 1 : udp::GroSegments(buffer, segment).size();
+  check(after - before >= segments && after - before <= 2 * segments, "a segment neither accepted nor rejected");
+}
+
+std::vector<Record> parse(const std::uint8_t* data, std::size_t size) {
+  std::vector<Record> records;
+  for (std::size_t at = Preamble::kSize; at + 4 <= size && records.size() < 64;) {
     const std::size_t length = data[at] | (data[at + 1] << 8);
     Record r;
     r.flags = data[at + 2];
-    at += 3;
+    r.extra = data[at + 3];
+    at += 4;
     const std::size_t n = std::min(length, size - at);
     r.bytes.assign(reinterpret_cast<const std::byte*>(data + at), reinterpret_cast<const std::byte*>(data + at + n));
     at += n;
     records.push_back(std::move(r));
   }
+  return records;
+}
 
-  Shared shared;
-  auto engine = make_engine(shared, pre, records);
-  for (std::uint64_t call = 0; call < 3; ++call) {
-    const std::size_t count = call < 2 ? pre.count_a : pre.count_b;
-    std::vector<float> input(count);
-    for (std::size_t i = 0; i < count; ++i) input[i] = value_at(i);
-    shared.peer_input = input;
-    std::vector<float> buffer(count + 2 * kGuard);
-    std::uint32_t guard = kGuardBits;
-    for (std::size_t i = 0; i < buffer.size(); ++i) std::memcpy(&buffer[i], &guard, sizeof guard);
-    float* out = buffer.data() + kGuard;
-    if (pre.in_place && count) std::memcpy(out, input.data(), count * sizeof(float));
-    const float* in = pre.in_place ? out : input.data();
-    const bool bounded = !(pre.exact_mask >> call & 1);
-
-    const auto start = Clock::now();
-    const CallStats stats = engine->allreduce_sum(in, out, count, bounded);
-    const auto took = Clock::now() - start;
-
-    // Bounded in time: a calibration call is an exact sum plus a probe capped at the timeout,
-    // any other call is capped at the timeout. The slack absorbs sanitizers and a loaded host.
-    check(took < 2 * kTimeout + std::chrono::seconds(2), "call overran its time bound", call);
-    for (std::size_t i = 0; i < kGuard; ++i) {
-      std::uint32_t lo, hi;
-      std::memcpy(&lo, &buffer[i], sizeof lo);
-      std::memcpy(&hi, &buffer[kGuard + count + i], sizeof hi);
-      check(lo == kGuardBits && hi == kGuardBits, "write outside the output buffer", call);
+void run_one(const std::uint8_t* data, std::size_t size) {
+  if (size < Preamble::kSize) return;
+  const Preamble pre(data);
+  Job job(pre);
+  std::vector<Record> records = parse(data, size);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    Record& r = records[i];
+    if (r.flags & kHonestFirst)
+      for (const auto& d : honest_datagrams(job, r)) feed(job, d, 0, false, 1);
+    if (r.flags & kSign) sign(job, r);
+    const int origin = (r.flags & kOriginMask) == 0 ? 1 : (r.flags & kOriginMask) == 1 ? 2 : (r.flags & kOriginMask) == 2 ? kRanks : 0;
+    // A GRO buffer: this record and the following ones that ask to be joined, cut at this size.
+    std::vector<std::byte> buffer = r.bytes;
+    const std::size_t segment = (r.flags & kJoin) ? r.bytes.size() : 0;
+    while ((records[i].flags & kJoin) && i + 1 < records.size() && buffer.size() < udp::ReceivePath::kBufferBytes) {
+      ++i;
+      buffer.insert(buffer.end(), records[i].bytes.begin(), records[i].bytes.end());
     }
-    if (!pre.in_place)
-      for (std::size_t i = 0; i < count; ++i) check(input[i] == value_at(i), "input modified", call);
-    if (stats.status == CallStatus::ok && shared.fuzz_accepted == 0) {
-      // Nothing but the honest peer's data and the engine's own fills: finite values only, and
-      // the exact sum when nothing was lost or transformed.
-      for (std::size_t i = 0; i < count; ++i) check(std::isfinite(out[i]), "non-finite entry without a fuzzed message", call);
-      if (stats.dropped_entries == 0 && !stats.transformed && stats.kind != CallKind::fallback)
-        for (std::size_t i = 0; i < count; ++i) check(out[i] == 2.0f * value_at(i), "wrong sum with nothing lost", call);
-    }
-    if (std::getenv("OPTIREDUCE_FUZZ_VERBOSE")) {
-      const auto& r = engine->rejects();
-      std::fprintf(stderr,
-                   "call %llu: %s %s, %zu floats, dropped %llu, filled %llu, transformed %d, %.0f us; fuzz accepted %llu, "
-                   "honest lost %llu; engine rejects malformed %llu foreign %llu stale %llu misplaced %llu duplicate %llu "
-                   "overflow %llu\n",
-                   static_cast<unsigned long long>(call), to_string(stats.kind), to_string(stats.status), count,
-                   static_cast<unsigned long long>(stats.dropped_entries), static_cast<unsigned long long>(stats.filled_entries),
-                   int(stats.transformed), std::chrono::duration<double, std::micro>(took).count(),
-                   static_cast<unsigned long long>(shared.fuzz_accepted), static_cast<unsigned long long>(shared.honest_lost),
-                   static_cast<unsigned long long>(r.malformed), static_cast<unsigned long long>(r.foreign),
-                   static_cast<unsigned long long>(r.stale), static_cast<unsigned long long>(r.misplaced),
-                   static_cast<unsigned long long>(r.duplicate), static_cast<unsigned long long>(r.overflow));
-    }
-    if (stats.status == CallStatus::broken || stats.status == CallStatus::transport_error ||
-        stats.status == CallStatus::timeout) {
-      engine.reset();
-      engine = make_engine(shared, pre, records);
-    }
+    buffer.resize(std::min(buffer.size(), udp::ReceivePath::kBufferBytes));
+    feed(job, buffer, segment, (r.flags & kTruncated) != 0, origin);
   }
+  // What was kept while the engine was not listening: only what came from ranks was kept.
+  const auto on_message = engine(job, true);
+  job.inbound->listen(&on_message);
+  job.inbound->deliver_kept();
+  job.inbound->listen(nullptr);
 }
 
 // Seed corpus: OPTIREDUCE_FUZZ_WRITE_SEEDS=<dir> ./datagram_fuzz writes it and exits.
+struct Seed {
+  std::vector<std::uint8_t> bytes;
+  explicit Seed(std::uint8_t mode) : bytes{mode, 7, 0} {}
+  Seed& record(std::uint8_t flags, std::uint8_t extra, std::vector<std::uint8_t> body = {}) {
+    bytes.push_back(static_cast<std::uint8_t>(body.size() & 0xff));
+    bytes.push_back(static_cast<std::uint8_t>(body.size() >> 8));
+    bytes.push_back(flags);
+    bytes.push_back(extra);
+    bytes.insert(bytes.end(), body.begin(), body.end());
+    return *this;
+  }
+};
+
 void write_seeds(const char* dir) {
-  struct Builder {
-    std::vector<std::uint8_t> bytes;
-    Builder(std::uint8_t mode, std::uint16_t count, std::uint8_t count_b, std::uint8_t exact, std::uint16_t drops) {
-      bytes = {mode, std::uint8_t(count & 0xff), std::uint8_t(count >> 8), count_b, exact, std::uint8_t(drops & 0xff),
-               std::uint8_t(drops >> 8), 0};
-    }
-    // One engine message from rank 1 in a signed datagram; comm id, epoch (+delta) and total patched.
-    void message(Phase phase, std::uint64_t offset, std::uint32_t length, int epoch_delta, std::uint8_t extra_flags = 0,
-                 DatagramKind kind = DatagramKind::data) {
-      const std::size_t payload = phase == Phase::missing ? length : length * sizeof(float);  // bitmap bytes
-      WireHeader h;
-      h.phase = phase;
-      h.source = 1;
-      h.offset = offset;
-      h.length = length;
-      h.epoch = static_cast<std::uint64_t>(epoch_delta + 3);
-      h.total = offset + length;
-      std::vector<std::byte> d(DatagramHeader::kSize + WireHeader::kEncodedSize + payload);
-      encode(h, std::span<std::byte, WireHeader::kEncodedSize>(d.data() + DatagramHeader::kSize, WireHeader::kEncodedSize));
-      if (phase == Phase::missing)
-        std::fill(d.begin() + DatagramHeader::kSize + WireHeader::kEncodedSize, d.end(), std::byte{0x05});
-      for (std::uint32_t i = 0; i < length && phase != Phase::missing; ++i) {
-        const float x = 1.5f + static_cast<float>(i);
-        std::memcpy(d.data() + DatagramHeader::kSize + WireHeader::kEncodedSize + i * sizeof(float), &x, sizeof x);
-      }
-      DatagramHeader dh;
-      dh.kind = kind;
-      dh.source = 1;
-      dh.header_bytes = WireHeader::kEncodedSize;
-      dh.sequence = 1000;
-      ofi::encode_datagram_header(dh, kKey, std::span<const std::byte>(d).subspan(DatagramHeader::kSize, WireHeader::kEncodedSize),
-                                  std::span<std::byte, DatagramHeader::kSize>(d.data(), DatagramHeader::kSize));
-      raw(d, kSign | kPatchComm | kPatchEpoch | kPatchTotal | extra_flags);
-    }
-    void raw(const std::vector<std::byte>& d, std::uint8_t flags) {
-      bytes.push_back(std::uint8_t(d.size() & 0xff));
-      bytes.push_back(std::uint8_t(d.size() >> 8));
-      bytes.push_back(flags);
-      for (std::byte b : d) bytes.push_back(std::to_integer<std::uint8_t>(b));
-    }
-  };
-  std::vector<std::pair<std::string, Builder>> seeds;
-  seeds.emplace_back("honest_clean", Builder(0x01, 100, 40, 0, 0));
-  seeds.emplace_back("honest_fec_lossy", Builder(0x03, 300, 90, 0, 0x0104));
-  seeds.emplace_back("honest_hadamard_fill_local", Builder(0x01 | 0x04 | 0x10, 600, 0, 0, 0x0010));
-  seeds.emplace_back("exact_in_place_bootstrap_fails", Builder(0x01 | 0x40 | 0x80, 64, 64, 0x02, 0));
-  {
-    Builder b(0x01, 100, 40, 0, 0);
-    b.message(Phase::scatter_reduce, 0, 16, 0);  // a duplicate of rank 1's first contribution
-    b.message(Phase::all_gather, 50, 16, 0, kBreak);
-    b.message(Phase::scatter_reduce, 16, 16, 1);  // early: the next call's
-    seeds.emplace_back("signed_chunks", b);
-  }
-  {
-    Builder b(0x00, 100, 100, 0, 0);  // no honest peer: the fuzzed chunks are all rank 0 gets
-    for (std::uint64_t off = 0; off < 50; off += 16) b.message(Phase::scatter_reduce, off, std::min<std::uint32_t>(16, 50 - off), 0);
-    for (std::uint64_t off = 50; off < 100; off += 16) b.message(Phase::all_gather, off, std::min<std::uint32_t>(16, 100 - off), 0);
-    b.message(Phase::done, 0, 0, 0);
-    seeds.emplace_back("signed_whole_call", b);
-  }
-  {
-    Builder b(0x01, 100, 100, 0, 0);
-    b.message(Phase::missing, 0, 1, 0);  // rank 1 "lacks" chunks 0 and 2: every rank fills them
-    b.message(Phase::missing, 0, 1, 1);
-    seeds.emplace_back("signed_missing_bitmap", b);
-  }
-  {
-    Builder b(0x03, 200, 0, 0, 0);
-    b.message(Phase::scatter_reduce, 0, 16, 0, 0, DatagramKind::parity);
-    std::vector<std::byte> ping(DatagramHeader::kSize + 8, std::byte{0});
-    ping[5] = std::byte{4};
-    ping[8] = std::byte{8};
-    b.raw(ping, kSign);
-    std::vector<std::byte> stranger(90, std::byte{0x41});
-    b.raw(stranger, 0);
-    seeds.emplace_back("parity_ping_stranger", b);
-  }
-  for (const auto& [name, b] : seeds) {
+  const std::vector<std::uint8_t> garbage(90, 0x41);
+  std::vector<std::uint8_t> magic = {0x4f, 0x52, 0x44, 0x47, 2, 1, 8, 0};
+  magic.resize(120, 0x33);
+  std::vector<std::pair<std::string, Seed>> seeds;
+  seeds.emplace_back("honest_clean", Seed(0).record(kHonestFirst, 10).record(kHonestFirst, 100).record(kHonestFirst | kHonestControl, 1));
+  seeds.emplace_back("honest_fec_lossy", Seed(2).record(kHonestFirst, 20).record(kHonestFirst | kHonestLost, 21).record(kHonestFirst, 22).record(kHonestFirst, 23));
+  seeds.emplace_back("signed_insider", Seed(0).record(kSign, 1, magic).record(kSign | 1, 2, magic));
+  seeds.emplace_back("gro_joined", Seed(0).record(kJoin | kSign, 1, magic).record(kJoin, 0, magic).record(0, 0, magic));
+  seeds.emplace_back("stranger_truncated", Seed(0).record(2, 0, garbage).record(kTruncated, 0, magic).record(3, 0, magic));
+  seeds.emplace_back("auth_off_kept", Seed(1 | 4).record(kHonestFirst, 30).record(kSign, 1, magic).record(2 | kSign, 1, magic));
+  seeds.emplace_back("big_datagrams", Seed(8).record(kHonestFirst, 255).record(kHonestFirst | kHonestControl, 2));
+  for (const auto& [name, seed] : seeds) {
     const std::string path = std::string(dir) + "/" + name;
-    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.bytes.data()), static_cast<std::streamsize>(b.bytes.size()));
-    std::printf("%s (%zu bytes)\n", path.c_str(), b.bytes.size());
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(seed.bytes.data()), static_cast<std::streamsize>(seed.bytes.size()));
+    std::printf("%s (%zu bytes)\n", path.c_str(), seed.bytes.size());
   }
 }
 

@@ -57,11 +57,11 @@ for r in report["ranks"]:
         bad.append(f"rank {r['rank']}: transports {r['transports']!r}, expected the udp datagram provider")
     c = r.get("transport_counters", {})
     print(f"rank {r['rank']}: dropped fraction {r['dropped_fraction']}, transports {r['transports']}, "
-          f"rejected {r['rejected_messages']} {r.get('rejected_by_reason')}, datagrams sent {c.get('datagrams_sent')} "
-          f"received {c.get('datagrams_received')}")
+          f"rejected {r['rejected_messages']} {r.get('rejected_by_reason')}, messages sent {c.get('messages_sent')} "
+          f"received {c.get('messages_received')}")
     if stranger:
         reasons = r.get("rejected_by_reason", {})
-        if reasons.get("bad_tag", 0) + reasons.get("bad_magic", 0) + reasons.get("bad_kind", 0) + reasons.get("short_datagram", 0) == 0:
+        if reasons.get("unauthenticated", 0) + reasons.get("malformed", 0) == 0:
             bad.append(f"rank {r['rank']}: the stranger's datagrams do not show among the rejected ones: {reasons}")
 print(f"loopback: {netem['lo_input_packets']} packets, {netem['lo_input_dropped']} dropped "
       f"({netem['measured_drop_fraction']:.4f}, configured {permille / 1000:g})")

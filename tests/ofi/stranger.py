@@ -36,7 +36,7 @@ while True:
         for i in range(20):
             body = bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, 1500)))
             if i % 2:
-                body = b"ORDG" + bytes([1, rng.randrange(1, 6)]) + body
+                body = b"ORDG" + bytes([2, rng.randrange(1, 6)]) + body
             try:
                 sock.sendto(body, target)
                 sent += 1

@@ -1,0 +1,109 @@
+// UdpTransport::connect: every rank's address read, the path chosen, the socket it needs kept,
+// and the reachability probe run until both directions work with every peer.
+#include <arpa/inet.h>
+
+#include <algorithm>
+
+#include "local_interfaces.hpp"
+#include "optireduce/datagram/probe.hpp"
+#include "optireduce/log.hpp"
+#include "path.hpp"
+#include "udp_transport.hpp"
+
+namespace optireduce::udp {
+namespace {
+
+sockaddr_in socket_address(const Endpoint& e) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(e.ip);
+  a.sin_port = htons(e.port);
+  return a;
+}
+
+}  // namespace
+
+Status UdpTransport::read_addresses(const std::vector<std::vector<std::byte>>& blobs, std::vector<Address>& out) const {
+  out.assign(blobs.size(), {});
+  for (std::size_t r = 0; r < blobs.size(); ++r) {
+    const Status s = decode(blobs[r], out[r]);
+    OR_CHECK(s.ok(), invalid, "rank " + std::to_string(r) + ": " + s.message());
+    // Every rank must tag, or none: a rank that does not would see every datagram rejected.
+    OR_CHECK(out[r].authenticate == settings_.authenticate, invalid,
+             "OPTIREDUCE_AUTH differs between ranks (rank " + std::to_string(r) + " has it " +
+                 (out[r].authenticate ? "on" : "off") + ", rank " + std::to_string(rank_) + " " +
+                 (settings_.authenticate ? "on" : "off") + ")");
+  }
+  return Status::Ok();
+}
+
+Status UdpTransport::connect(int self_rank, const std::vector<std::vector<std::byte>>& addresses,
+                             Clock::time_point deadline) {
+  OR_CHECK(!connected_, invalid, "udp: connect called twice");
+  OR_CHECK(self_rank >= 0 && static_cast<std::size_t>(self_rank) < addresses.size(), invalid,
+           "udp: rank " + std::to_string(self_rank) + " of " + std::to_string(addresses.size()));
+  rank_ = self_rank;
+  ranks_ = static_cast<int>(addresses.size());
+  std::vector<Address> all;
+  OR_RETURN_IF_ERROR(read_addresses(addresses, all));
+  OR_RETURN_IF_ERROR(open_path(all));
+  connected_ = true;
+  OR_LOG(info, "udp: rank %d of %d over %s (%s:%u), window %zu bytes per peer, %s", rank_, ranks_, describe().c_str(),
+         ip_text(endpoint_.ip).c_str(), static_cast<unsigned>(endpoint_.port),
+         windows_[static_cast<std::size_t>((rank_ + 1) % ranks_)].window_bytes(),
+         authenticator_ ? "authenticated" : "not authenticated");
+  return probe(deadline);
+}
+
+// Keeps this rank's socket on the chosen path and builds everything that depends on the path.
+Status UdpTransport::open_path(const std::vector<Address>& all) {
+  Path path;
+  OR_RETURN_IF_ERROR(choose_path(all, settings_.iface, path));
+  auto& mine = candidates_.at(path.endpoint[static_cast<std::size_t>(rank_)]);
+  endpoint_ = mine.endpoint;
+  socket_ = std::move(mine.socket);
+  candidates_.clear();  // closes the sockets of the other interfaces
+  datagram_bytes_ = path.datagram_bytes;
+  OR_CHECK(datagram_bytes_ > datagram::Header::kSize + datagram::Header::kMaxEngineHeader, unavailable,
+           "udp: datagrams of " + std::to_string(datagram_bytes_) + " bytes are too small");
+  if (settings_.authenticate) {
+    Status s;
+    authenticator_ = datagram::Authenticator::create(all[0].secret, rank_, ranks_, s);  // rank 0's secret keys the job
+    OR_RETURN_IF_ERROR(s);
+  }
+  std::vector<sockaddr_in> peers;
+  windows_.clear();
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    const Endpoint& e = all[r].endpoints[path.endpoint[r]];
+    peers.push_back(socket_address(e));
+    windows_.emplace_back(datagram::receive_window_bytes(e.receive_buffer, datagram_bytes_, ranks_));
+  }
+  sealer_ = datagram::Sealer(authenticator_.get(), rank_, ranks_);
+  handshake_ = datagram::Handshake(rank_, ranks_);
+  dispatch_ = std::make_unique<datagram::ReceiveDispatch>(rank_, ranks_, authenticator_.get(), 0, datagram_bytes_);
+  receive_ = std::make_unique<ReceivePath>(*dispatch_, peers, counters_);
+  // Segmentation pays where at least two datagrams fit one send; on loopback one already fills it.
+  const bool gso = 2 * datagram_bytes_ <= kMaxUdpPayload;
+  sender_ = std::make_unique<Sender>(socket_.fd(), std::move(peers), gso, sealer_, windows_, bucket_, counters_);
+  inbound_ = std::make_unique<datagram::InboundHandler>(handshake_, windows_, static_cast<datagram::ControlReplies&>(*this));
+  return Status::Ok();
+}
+
+void UdpTransport::greet(const std::vector<int>& peers) {
+  std::vector<Outgoing> hellos;
+  for (int peer : peers) {
+    const std::byte body[datagram::kHelloBytes] = {std::byte{handshake_.flags_for(peer)}};
+    hellos.push_back(Outgoing::copied(peer, sealer_.seal(peer, datagram::Kind::hello, {}, body), {}, body));
+  }
+  sender_->send_control(std::move(hellos));
+}
+
+// Data that arrives meanwhile is kept for the first poll().
+Status UdpTransport::probe(Clock::time_point deadline) {
+  const datagram::ProbeSteps steps{[this](const std::vector<int>& peers) { greet(peers); },
+                                   [this] { progress(); }, [this](Clock::time_point until) { wait(until); }};
+  const Status s = datagram::run_probe(handshake_, steps, deadline, describe());
+  return s.ok() ? s : Status(s.code(), "udp: " + s.message());
+}
+
+}  // namespace optireduce::udp

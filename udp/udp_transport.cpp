@@ -1,0 +1,171 @@
+#include "udp_transport.hpp"
+
+#include <poll.h>
+
+#include <algorithm>
+
+#include "local_interfaces.hpp"
+#include "optireduce/log.hpp"
+#include "path.hpp"
+#include "segmentation.hpp"
+
+namespace optireduce::udp {
+namespace {
+
+// Asked of the kernel for each socket (it doubles both): a call's worth of datagrams in flight.
+constexpr std::size_t kReceiveBufferBytes = 8u << 20;
+constexpr std::size_t kSendBufferBytes = 4u << 20;
+// Pacing: the most put in front of the network at once (two full GSO sends), and how far above
+// the rate calibration measured the bucket refills (that rate includes the ranks' skew).
+constexpr double kBurstBytes = 2.0 * kMaxUdpPayload;
+constexpr double kPaceHeadroom = 2.0;
+constexpr int kReadBatches = 4;  // recvmmsg calls per progress step
+// Sends wait for poll() so they leave in batches, unless this much is queued to one peer.
+constexpr std::size_t kEagerFlushBytes = 8 * kMaxUdpPayload;
+constexpr auto kLongestWait = std::chrono::seconds(1);
+
+}  // namespace
+
+std::unique_ptr<Transport> make_udp_transport(const UdpSettings& settings, Status& status) {
+  auto t = std::make_unique<UdpTransport>(settings);
+  status = t->start();
+  if (!status.ok()) return nullptr;
+  return t;
+}
+
+UdpTransport::UdpTransport(const UdpSettings& settings)
+    : settings_(settings), bucket_(settings.rate_bits_per_s / 8, kBurstBytes) {}
+
+// One socket per usable interface (or only the named one), each bound before connect() so its
+// port can travel in the address; connect() keeps the one the path needs.
+Status UdpTransport::start() {
+  std::vector<LocalInterface> interfaces;
+  OR_RETURN_IF_ERROR(ipv4_interfaces(interfaces));
+  for (const LocalInterface& li : interfaces) {
+    if (candidates_.size() == Address::kMaxEndpoints) break;
+    if (!settings_.iface.empty() && li.name != settings_.iface) continue;
+    Candidate c;
+    const Status bound = UdpSocket::bind(li.ip, settings_.port_first, settings_.port_last, c.socket);
+    if (!bound.ok()) {
+      OR_LOG(debug, "%s", bound.text().c_str());
+      continue;
+    }
+    OR_RETURN_IF_ERROR(c.socket.forbid_fragmentation());
+    c.socket.size_send_buffer(kSendBufferBytes);
+    c.socket.enable_gro();
+    const auto granted = c.socket.size_receive_buffer(kReceiveBufferBytes);
+    c.endpoint = {li.name, li.ip, c.socket.port(), li.prefix, li.loopback, li.mtu, static_cast<std::uint32_t>(granted)};
+    candidates_.push_back(std::move(c));
+  }
+  OR_CHECK(!candidates_.empty(), unavailable,
+           settings_.iface.empty() ? std::string("udp: no IPv4 interface to bind a socket to")
+                                   : "OPTIREDUCE_UDP_IFACE=\"" + settings_.iface + "\": no IPv4 address to bind a socket to");
+  OR_RETURN_IF_ERROR(datagram::draw_secret(secret_));
+  Address mine;
+  mine.authenticate = settings_.authenticate;
+  mine.secret = secret_;
+  mine.host = datagram::this_host();
+  for (const auto& c : candidates_) mine.endpoints.push_back(c.endpoint);
+  address_ = encode(mine);
+  return Status::Ok();
+}
+
+Status UdpTransport::send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) {
+  OR_CHECK(connected_, invalid, "udp: send before connect");
+  OR_CHECK(peer >= 0 && peer < ranks_ && peer != rank_, invalid, "udp: send to rank " + std::to_string(peer));
+  OR_CHECK(header.size() <= datagram::Header::kMaxEngineHeader &&
+               header.size() + payload.size() <= traits().max_message_bytes,
+           invalid, "udp: a message of " + std::to_string(header.size() + payload.size()) + " bytes");
+  if (lane == Lane::control) {
+    // Sent at once, twice: a control message must not wait behind data, and may be lost.
+    std::vector<Outgoing> twice;
+    for (int copy = 0; copy < 2; ++copy)
+      twice.push_back(Outgoing::copied(peer, sealer_.seal(peer, datagram::Kind::data, header, payload), header, payload));
+    sender_->send_control(std::move(twice));
+    return Status::Ok();
+  }
+  sender_->queue_data(Outgoing::referencing(peer, sealer_.seal(peer, datagram::Kind::data, header, payload), header, payload));
+  if (sender_->queued_bytes(peer) >= kEagerFlushBytes) sender_->flush();
+  return Status::Ok();
+}
+
+std::size_t UdpTransport::sends_in_flight(int peer) const {
+  return connected_ && peer >= 0 && peer < ranks_ ? sender_->queued(peer) : 0;
+}
+
+bool UdpTransport::abandon_queued_sends() {
+  if (connected_) sender_->abandon_data();
+  return true;  // sendmsg copied whatever left: nothing references a buffer any more
+}
+
+void UdpTransport::reply(int peer, datagram::Kind kind, std::span<const std::byte> body) {
+  std::vector<Outgoing> one;
+  one.push_back(Outgoing::copied(peer, sealer_.seal(peer, kind, {}, body), {}, body));
+  sender_->send_control(std::move(one));
+}
+
+void UdpTransport::progress() {
+  sender_->flush();
+  receive_->read(socket_.fd(), *inbound_, kReadBatches);
+  sender_->flush();  // pongs that came in may have opened windows
+}
+
+Status UdpTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
+  OR_CHECK(connected_, invalid, "udp: poll before connect");
+  struct Listening {
+    datagram::InboundHandler& inbound;
+    ~Listening() { inbound.listen(nullptr); }
+  } listening{*inbound_};
+  inbound_->listen(&on_message);
+  const std::size_t before = inbound_->delivered();
+  inbound_->deliver_kept();
+  for (;;) {
+    progress();
+    if (inbound_->delivered() > before) return Status::Ok();
+    if (Clock::now() >= deadline) return Timeout("udp: nothing arrived before the deadline");
+    wait(deadline);
+  }
+}
+
+// Blocks on the socket until a datagram arrives, the sender can move again, or `until`.
+void UdpTransport::wait(Clock::time_point until) {
+  const auto now = Clock::now();
+  until = std::min({until, sender_->next_attempt(now), now + kLongestWait});
+  if (until <= now) return;
+  const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(until - now).count();
+  const timespec ts{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
+  pollfd pfd{socket_.fd(), static_cast<short>(POLLIN | (sender_->waiting_for_room() ? POLLOUT : 0)), 0};
+  ::ppoll(&pfd, 1, &ts, nullptr);
+}
+
+TransportTraits UdpTransport::traits() const {
+  TransportTraits t;
+  t.reliable = false;
+  t.ordered = false;
+  t.can_abandon_sends = true;
+  t.max_message_bytes = datagram_bytes_ > datagram::Header::kSize ? datagram_bytes_ - datagram::Header::kSize : 0;
+  return t;
+}
+
+std::string UdpTransport::describe() const {
+  if (!connected_) return "udp (not connected)";
+  std::string d = "udp " + endpoint_.iface;
+  if (sender_->gso()) {
+    const std::size_t run = std::min(kMaxGsoSegments, kMaxUdpPayload / datagram_bytes_);
+    return d + " gso " + std::to_string(datagram_bytes_) + "x" + std::to_string(run);
+  }
+  return d + " " + std::to_string(datagram_bytes_) + "B";
+}
+
+void UdpTransport::suggest_pace(double bytes_per_s) {
+  if (settings_.rate_bits_per_s > 0 || !(bytes_per_s > 0)) return;  // a set rate wins
+  bucket_.configure(kPaceHeadroom * bytes_per_s, kBurstBytes);
+}
+
+TransportCounters UdpTransport::counters() const {
+  TransportCounters c = counters_;
+  c.pace_bytes_per_s = bucket_.rate();
+  return c;
+}
+
+}  // namespace optireduce::udp
