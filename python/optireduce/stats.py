@@ -5,6 +5,7 @@ set_mode, which cannot be honoured), never crashes.
 """
 import ctypes
 import dataclasses
+import sys
 
 from . import _capi
 
@@ -77,10 +78,13 @@ def stats():
 
 
 def _fortran_handle(comm):
-    try:
-        return comm.py2f()
-    except AttributeError:
-        raise TypeError(f"expected an mpi4py communicator, got {type(comm).__name__}") from None
+    """comm.py2f(), or None while MPI is not initialised (Open MPI aborts a conversion then)."""
+    MPI = sys.modules.get("mpi4py.MPI")
+    if MPI is None or not isinstance(comm, MPI.Comm):
+        raise TypeError(f"expected an mpi4py communicator, got {type(comm).__name__}")
+    if not MPI.Is_initialized() or MPI.Is_finalized():
+        return None
+    return comm.py2f()
 
 
 def last_call(comm):
@@ -91,7 +95,7 @@ def last_call(comm):
     was ineligible or passed through)."""
     handle = _fortran_handle(comm)
     lib = _capi.library()
-    if lib is None:
+    if lib is None or handle is None:
         return None
     raw = _capi.CallStatsStruct()
     if lib.comm_last_call_f(handle, ctypes.byref(raw)) != 0 or raw.sequence == 0:
@@ -110,13 +114,16 @@ def set_mode(comm, mode):
     """Collective over `comm`: its eligible calls run "bounded", "reliable" or "off" (plain MPI).
 
     Same as comm.Set_info with "optireduce_mode". Raises ValueError for another mode,
-    NotLoadedError without the library, RuntimeError with the MPI error class on failure."""
+    NotLoadedError without the library, RuntimeError outside MPI_Init..MPI_Finalize or with the
+    MPI error class on failure."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
     handle = _fortran_handle(comm)
     lib = _capi.library()
     if lib is None:
         raise NotLoadedError("liboptireduce is not loaded (run with LD_PRELOAD=.../liboptireduce.so)")
+    if handle is None:
+        raise RuntimeError("MPI is not initialised (or already finalised)")
     rc = lib.comm_set_mode_f(handle, mode.encode())
     if rc != 0:
         raise RuntimeError(f"optireduce_comm_set_mode_f({mode!r}) failed with MPI error class {rc}")

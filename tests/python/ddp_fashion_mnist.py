@@ -13,12 +13,10 @@ line per figure and checks what it is asked to:
 Exit 0, 1 on a failed check, 77 when torch, mpi4py or the data set is missing.
 """
 import argparse
-import datetime
 import hashlib
 import json
 import os
 import sys
-import tempfile
 
 try:
     import numpy as np
@@ -30,6 +28,7 @@ except ImportError as error:
     sys.exit(77)
 
 import fashion_mnist
+import gloo_group
 import optireduce
 import optireduce.torch
 
@@ -55,17 +54,6 @@ def parse_args():
     p.add_argument("--compare-accuracy")
     p.add_argument("--accuracy-tolerance", type=float, default=0.02)
     return p.parse_args()
-
-
-def init_group():
-    env = os.environ
-    rank, size = int(env["OMPI_COMM_WORLD_RANK"]), int(env["OMPI_COMM_WORLD_SIZE"])
-    # A file rendezvous named after the mpirun job: no TCP port to collide with a concurrent job.
-    store = os.path.join(tempfile.gettempdir(), f"optireduce-ddp-{env.get('OMPI_MCA_ess_base_jobid', os.getppid())}")
-    env.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=size,
-                            timeout=datetime.timedelta(seconds=100))
-    return rank, size
 
 
 def make_model(hidden):
@@ -133,7 +121,7 @@ def main():
         except ImportError as error:
             print(f"SKIP: mpi4py not importable: {error}", file=sys.stderr)
             return 77
-    rank, size = init_group()
+    rank, size = gloo_group.init()
     train_x, train_y, test_x, test_y = fashion_mnist.load(args.data)
 
     torch.manual_seed(args.seed)
