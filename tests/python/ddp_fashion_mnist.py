@@ -3,8 +3,9 @@
 optireduce.torch.allreduce_hook (or DDP's own gloo allreduce: the plain baseline), launched by
 mpirun, each rank on one CPU thread.
 
-Rank 0 writes OUT.json (per-step loss averaged over the ranks, held-out accuracy, steps to the
-target accuracy, replica and library figures) and OUT.params.npy (final parameters), prints one
+Rank 0 writes OUT.json (per-step loss averaged over the ranks, held-out accuracy on the whole
+test set at the end and on a subset every --eval-every steps, steps to the target accuracy on
+that subset, replica and library figures) and OUT.params.npy (final parameters), prints one
 line per figure and checks what it is asked to:
   --expect-library absent|exact|bounded  what optireduce.stats()/last_call() must report
   --expect-identical                     replicas bitwise identical at the end
@@ -17,6 +18,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 
 try:
     import numpy as np
@@ -36,13 +38,15 @@ import optireduce.torch
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--reduce", choices=["hook", "gloo"], default="hook")
-    p.add_argument("--steps", type=int, default=250)
+    p.add_argument("--steps", type=int, default=200)
     p.add_argument("--batch", type=int, default=32, help="samples per rank per step")
     p.add_argument("--hidden", type=int, default=512, help="784-H-H-10: two gradient buckets above 1 MiB")
     p.add_argument("--lr", type=float, default=0.05, help="decayed linearly to 0 over the run (a stable end point)")
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--eval-every", type=int, default=50)
+    p.add_argument("--eval-subset", type=int, default=2000,
+                   help="test samples of the evaluations before the last (the last one takes all 10000)")
     p.add_argument("--target", type=float, default=0.80, help="held-out accuracy (fraction) for steps-to-target")
     p.add_argument("--data", default=fashion_mnist.DEFAULT_DIR)
     p.add_argument("--out", required=True, help="rank 0 writes OUT.json and OUT.params.npy")
@@ -110,6 +114,7 @@ def windowed(curve, window):
 
 
 def main():
+    started = time.perf_counter()
     args = parse_args()
     torch.set_num_threads(1)
     if not fashion_mnist.available(args.data):
@@ -138,6 +143,8 @@ def main():
     per_epoch = len(train_y) // global_batch
     losses = torch.zeros(args.steps, dtype=torch.float64)
     evals, steps_to_target = [], None
+    times = {"startup": time.perf_counter() - started, "evaluation": 0.0}
+    loop_start = time.perf_counter()
     for step in range(args.steps):
         epoch, index = divmod(step, per_epoch)
         if index == 0:  # one shared permutation per epoch; each rank takes its own slice
@@ -151,20 +158,26 @@ def main():
         schedule.step()
         losses[step] = loss.item()
         if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
-            accuracy = evaluate(model, rank, size, test_x, test_y)
-            evals.append({"step": step + 1, "accuracy": accuracy})
+            eval_start = time.perf_counter()
+            last = step + 1 == args.steps
+            n = len(test_y) if last else args.eval_subset
+            accuracy = evaluate(model, rank, size, test_x[:n], test_y[:n])
+            times["evaluation"] += time.perf_counter() - eval_start
+            evals.append({"step": step + 1, "accuracy": accuracy, "test_samples": n})
             if steps_to_target is None and accuracy >= args.target:
                 steps_to_target = step + 1
             if rank == 0:
-                print(f"step {step + 1:4d}  held-out accuracy {accuracy:.4f}", flush=True)
+                print(f"step {step + 1:4d}  held-out accuracy {accuracy:.4f} ({n} test samples)", flush=True)
 
+    times["training"] = time.perf_counter() - loop_start - times["evaluation"]
     dist.all_reduce(losses)
     curve = (losses / size).tolist()
     identical, max_diff, flat = replica_figures(model, rank)
     library = library_figures() if args.reduce == "hook" else None
     status = 0
     if rank == 0:
-        status = report_and_check(args, curve, evals, steps_to_target, identical, max_diff, flat, library, size)
+        status = report_and_check(args, curve, evals, steps_to_target, identical, max_diff, flat, library, size,
+                                  times)
     verdict = torch.tensor([status], dtype=torch.int32)
     dist.broadcast(verdict, 0)
     dist.destroy_process_group()
@@ -172,16 +185,17 @@ def main():
     return int(verdict.item())
 
 
-def report_and_check(args, curve, evals, steps_to_target, identical, max_diff, flat, library, size):
+def report_and_check(args, curve, evals, steps_to_target, identical, max_diff, flat, library, size, times):
     failures = []
     result = {"reduce": args.reduce, "ranks": size, "steps": args.steps, "batch_per_rank": args.batch,
               "hidden": args.hidden, "loss_curve": curve, "evals": evals, "final_accuracy": evals[-1]["accuracy"],
               "target": args.target, "steps_to_target": steps_to_target, "replicas_identical": identical,
-              "replica_max_abs_diff": max_diff, "library": library,
+              "replica_max_abs_diff": max_diff, "library": library, "seconds": times,
               "optireduce_env": {k: v for k, v in os.environ.items() if k.startswith("OPTIREDUCE_")}}
     print(f"final: {args.steps} steps, held-out accuracy {result['final_accuracy']:.4f}, steps to "
           f"{args.target:g}: {steps_to_target}, replicas {'bitwise identical' if identical else 'differ'} "
           f"(max |difference| {max_diff:.3g})")
+    print("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in times.items()))
     if library is not None:
         print("library: " + ", ".join(f"{k} {v}" for k, v in library.items()))
 
