@@ -8,12 +8,14 @@ as the result type allows.
 """
 import torch
 
+from ._mpi import mpi
+
 _WIDENED = (torch.float16, torch.bfloat16)
 
 
 def sum_inplace(comm, tensor, divisor=None):
     """tensor <- (sum of tensor over comm) / divisor; divisor None leaves the plain sum."""
-    MPI = _mpi_module()
+    MPI = mpi()
     if tensor.device.type != "cpu":
         raise TypeError(f"optireduce.torch reduces CPU tensors only, got one on {tensor.device}")
     if divisor is not None and not (tensor.is_floating_point() or tensor.is_complex()):
@@ -37,8 +39,3 @@ def sum_inplace(comm, tensor, divisor=None):
     if work.data_ptr() != tensor.data_ptr():
         tensor.copy_(work)
     return tensor
-
-
-def _mpi_module():
-    from ._mpi import mpi
-    return mpi()
