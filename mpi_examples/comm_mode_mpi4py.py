@@ -10,18 +10,19 @@ communicator choose, collectively, like any MPI_Comm_set_info:
     info.Set("optireduce_mode", "reliable")     # or "bounded", "off"
     metrics_comm.Set_info(info)
 
-or through the C API, e.g. with ctypes: optireduce_comm_set_mode_f(comm.py2f(), b"off").
+or through the optireduce package (python/, docs/python.md): optireduce.set_mode(comm, "off").
 
 This job reduces three things every step on three communicators:
   - gradients on MPI.COMM_WORLD, in the job's mode (OPTIREDUCE_MODE, bounded by default);
   - metrics on a dup set to "reliable" with MPI_Comm_set_info: always exact;
-  - logging counters on a dup set to "off" with the C API: plain MPI_Allreduce, never the engine.
-and, on rank 0, reports what the library did on each (optireduce_comm_last_call_f, by ctypes).
+  - logging counters on a dup set to "off" with optireduce.set_mode: plain MPI_Allreduce, never
+    the engine.
+and, on rank 0, reports what the library did on each (optireduce.last_call).
 
 Run:
 
-    mpirun -np 3 -x LD_PRELOAD=$PWD/build/lib/liboptireduce.so -x OPTIREDUCE_MIN_BYTES=0 \
-        /usr/bin/python3 mpi_examples/comm_mode_mpi4py.py
+    mpirun -np 3 -x PYTHONPATH=$PWD/build/python -x LD_PRELOAD=$PWD/build/lib/liboptireduce.so \
+        -x OPTIREDUCE_MIN_BYTES=0 /usr/bin/python3 mpi_examples/comm_mode_mpi4py.py
 
 (OPTIREDUCE_MIN_BYTES=0 routes the small metric sums through the engine too; by default only
 calls of 1 MiB and more are.) Add -x OPTIREDUCE_FAULT_DROP=0.05 to watch bounded gradients lose
@@ -33,12 +34,9 @@ and compensate chunks while the metrics stay exact. Rank 0 prints, for example:
     comm_mode_mpi4py: done, 3 ranks
 
 Exits 77 when mpi4py or numpy cannot be imported, 1 when the library is not preloaded or a check
-fails.
+fails, 2 when the optireduce package is not importable.
 """
-import ctypes
 import sys
-
-from optireduce_ctypes import CallStats, ProcessStats
 
 try:
     import numpy as np
@@ -48,10 +46,14 @@ except ImportError as error:
           "(install python3-mpi4py and python3-numpy)", file=sys.stderr)
     sys.exit(77)
 
+try:
+    import optireduce
+except ImportError as error:
+    print(f"comm_mode_mpi4py: the optireduce package is not importable ({error}): run with "
+          "PYTHONPATH=<build>/python or install it (docs/python.md)", file=sys.stderr)
+    sys.exit(2)
 
-
-
-KINDS = ("exact", "calibration", "bounded", "fallback")
+KINDS = optireduce.KINDS
 STEPS = 30
 GRADIENT = 300_000   # floats: 1.2 MB, above the default OPTIREDUCE_MIN_BYTES
 METRICS = 1_000
@@ -66,32 +68,21 @@ def fail(message):
     comm.Abort(1)
 
 
-try:
-    _lib = ctypes.CDLL(None)  # the global scope, where LD_PRELOAD put the library
-    _last_call = _lib.optireduce_comm_last_call_f
-    _set_mode = _lib.optireduce_comm_set_mode_f
-    _get_stats = _lib.optireduce_get_process_stats
-except AttributeError:
+if not optireduce.loaded():
     if rank == 0:
         print("liboptireduce.so is not preloaded: run under mpirun -x LD_PRELOAD=.../liboptireduce.so",
               file=sys.stderr)
     sys.exit(1)
-_last_call.argtypes = [ctypes.c_int, ctypes.POINTER(CallStats)]
-_set_mode.argtypes = [ctypes.c_int, ctypes.c_char_p]
-_get_stats.argtypes = [ctypes.POINTER(ProcessStats)]
 
 
-def last_call(c):
-    s = CallStats()
-    if _last_call(c.py2f(), ctypes.byref(s)) != 0:
-        fail("optireduce_comm_last_call_f failed")
-    return s
+def sequence(c):
+    """Number of the last engine call on c (0: none yet)."""
+    call = optireduce.last_call(c)
+    return call.sequence if call else 0
 
 
 def passthrough_calls():
-    s = ProcessStats()
-    _get_stats(ctypes.byref(s))
-    return s.passthrough_calls
+    return optireduce.stats().passthrough_calls
 
 
 def main():
@@ -103,8 +94,7 @@ def main():
     info.Free()
     # Logging: never through the engine, chosen with the C API (also collective).
     logging_comm = comm.Dup()
-    if _set_mode(logging_comm.py2f(), b"off") != 0:
-        fail("optireduce_comm_set_mode_f(off) failed")
+    optireduce.set_mode(logging_comm, "off")
 
     rng = np.random.default_rng(1234 + rank)
     kinds = {k: 0 for k in KINDS}
@@ -116,11 +106,11 @@ def main():
         grad = rng.standard_normal(GRADIENT).astype(np.float32)
         summed = np.empty_like(grad)
         comm.Allreduce(grad, summed, op=MPI.SUM)
-        call = last_call(comm)
-        if call.sequence:
+        call = optireduce.last_call(comm)
+        if call:
             if not call.ok:
                 fail(f"gradient step {step}: the engine reports failure")
-            kinds[KINDS[call.kind]] += 1
+            kinds[call.kind] += 1
             dropped += call.dropped_entries
             entries += call.entries
         exact = np.empty(GRADIENT, dtype=np.float64)
@@ -131,19 +121,19 @@ def main():
         # (each one estimated by scaling or filled in). For independent zero-mean data the
         # relative RMS error stays below about sqrt(N - 1) * sqrt(dropped fraction); 3 leaves room.
         # 1e-5 covers float32 rounding against the float64 reference.
-        if call.sequence and error > 3 * np.sqrt(call.dropped_fraction) + 1e-5:
+        if call and error > 3 * np.sqrt(call.dropped_fraction) + 1e-5:
             fail(f"gradient step {step}: relative error {error:.4g} with only {call.dropped_fraction:.4f} dropped")
 
         # Metrics: integer-valued counts, so an exact float32 sum equals the float64 one.
         metrics = rng.integers(0, 100, METRICS).astype(np.float32)
         total = np.empty_like(metrics)
-        before = last_call(metrics_comm).sequence
+        before = sequence(metrics_comm)
         metrics_comm.Allreduce(metrics, total, op=MPI.SUM)
-        call = last_call(metrics_comm)
-        if call.sequence != before:
+        call = optireduce.last_call(metrics_comm)
+        if call and call.sequence != before:
             metrics_in_engine += 1
-            if call.kind != 0 or call.dropped_entries:
-                fail(f"metrics step {step}: a reliable communicator ran a {KINDS[call.kind]} call "
+            if call.kind != "exact" or call.dropped_entries:
+                fail(f"metrics step {step}: a reliable communicator ran a {call.kind} call "
                      f"with {call.dropped_entries} entries dropped")
         reference = np.empty(METRICS, dtype=np.float64)
         metrics_comm.Allreduce(metrics.astype(np.float64), reference, op=MPI.SUM)
@@ -156,7 +146,7 @@ def main():
         counters = np.ones(LOGGING, dtype=np.float32)
         before_pass = passthrough_calls()
         logging_comm.Allreduce(MPI.IN_PLACE, counters, op=MPI.SUM)
-        if passthrough_calls() != before_pass + 1 or last_call(logging_comm).sequence != 0:
+        if passthrough_calls() != before_pass + 1 or sequence(logging_comm) != 0:
             fail(f"logging step {step}: the call did not pass through")
         if not np.all(counters == size):
             fail(f"logging step {step}: wrong sum")

@@ -1,18 +1,18 @@
 #!/usr/bin/python3
 """Data-parallel PyTorch training on Fashion-MNIST, gradients averaged over MPI (or Gloo).
 
-The Horovod / PyTorch-over-MPI pattern: after each backward pass every rank copies its gradients
-into one fused float32 buffer and averages it with one in-place `comm.Allreduce(MPI.IN_PLACE, buf)`
-(mpi4py). That call is an ordinary MPI_Allreduce(MPI_FLOAT, MPI_SUM), so a preloaded
-liboptireduce.so runs it through its engine; nothing here knows about OptiReduce except an
-optional look at its C API (ctypes) for the share of gradient entries it had to estimate.
-`--backend gloo` reduces the same fused buffer with torch.distributed (Gloo over TCP) instead: the
-baseline. Launch both with mpirun (Gloo takes the rank and size from Open MPI's environment and
-never initialises MPI):
+The Horovod / PyTorch-over-MPI pattern: after each backward pass the gradients are fused into
+float32 buckets and each bucket is averaged with one in-place MPI_Allreduce(MPI_FLOAT, MPI_SUM)
+(optireduce.torch.GradientFuser, over mpi4py), so a preloaded liboptireduce.so runs it through its
+engine; without the library it is plain MPI. optireduce.stats() tells the share of gradient
+entries the library had to estimate. `--backend gloo` reduces the same buckets with
+torch.distributed (Gloo over TCP) instead: the baseline. Launch both with mpirun (Gloo takes the
+rank and size from Open MPI's environment and never initialises MPI); the optireduce package comes
+from the build tree (or the install, see docs/python.md):
 
-    mpirun -np 4 --oversubscribe -x LD_PRELOAD=$PWD/build/lib/liboptireduce.so \
+    mpirun -np 4 --oversubscribe -x PYTHONPATH=$PWD/build/python -x LD_PRELOAD=$PWD/build/lib/liboptireduce.so \
         /usr/bin/python3 mpi_examples/train_torch.py --model mlp --steps 300
-    mpirun -np 4 --oversubscribe /usr/bin/python3 mpi_examples/train_torch.py --backend gloo
+    mpirun -np 4 --oversubscribe -x PYTHONPATH=$PWD/build/python /usr/bin/python3 mpi_examples/train_torch.py --backend gloo
 
 Every rank builds the model from the same seed and then takes rank 0's weights (broadcast); each
 step every rank draws its own `--batch` samples from one shared permutation of the training set
@@ -24,19 +24,17 @@ dropped fraction of the interval) and an "end" record (time and steps to `--targ
 accuracy, per-step time percentiles, replica spread). scripts/tta/ reads these files.
 
 Exit codes: 0; 1 when `--check` finds no learning (accuracy at or below --min-accuracy, loss not
-decreasing), replicas that differ under `--expect-identical`, or no engine under `--expect-engine`; 2 on bad arguments; 77 when torch,
-numpy or mpi4py (MPI backend) is missing or the data set is not installed.
+decreasing), replicas that differ under `--expect-identical`, or no engine under `--expect-engine`; 2 on bad arguments or
+when the optireduce package is not importable; 77 when torch, numpy or mpi4py (MPI backend) is missing or the data set is
+not installed.
 """
 import argparse
-import ctypes
 import json
 import math
 import os
 import sys
 import time
 import zlib
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 try:
     import numpy as np
@@ -47,6 +45,14 @@ except ImportError as error:
     print(f"SKIP: torch/numpy not importable by {sys.executable}: {error} "
           "(apt-get install python3-torch python3-numpy)", file=sys.stderr)
     sys.exit(77)
+
+try:
+    import optireduce
+    from optireduce.torch import GradientFuser
+except ImportError as error:
+    print(f"train_torch: the optireduce package is not importable ({error}): run with PYTHONPATH=<build>/python "
+          "or install it (docs/python.md)", file=sys.stderr)
+    sys.exit(2)
 
 import fashion_mnist
 
@@ -98,7 +104,7 @@ def make_model(kind, hidden):
 
 # --- communication: the two backends behind one small interface -----------------------------------
 class MpiComm:
-    """mpi4py: the fused gradient goes through one in-place MPI_Allreduce (what the library sees)."""
+    """mpi4py: each fused bucket goes through one in-place MPI_Allreduce (what the library sees)."""
     name = "mpi"
 
     def __init__(self):
@@ -112,8 +118,8 @@ class MpiComm:
         self.comm = MPI.COMM_WORLD
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
 
-    def allreduce_inplace(self, array):  # numpy float32: MPI_FLOAT, MPI_SUM, MPI_IN_PLACE
-        self.comm.Allreduce(self.MPI.IN_PLACE, array, op=self.MPI.SUM)
+    def reduce_gradients(self, fuser):  # each float32 bucket: MPI_FLOAT, MPI_SUM, MPI_IN_PLACE
+        fuser.allreduce()
 
     def sum_doubles(self, array):  # small float64 figures: never eligible for the engine
         self.comm.Allreduce(self.MPI.IN_PLACE, array, op=self.MPI.SUM)
@@ -149,8 +155,11 @@ class GlooComm:
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=self.rank,
                                 world_size=self.size, timeout=datetime.timedelta(seconds=300))
 
-    def allreduce_inplace(self, array):
-        self.dist.all_reduce(torch.from_numpy(array))
+    def reduce_gradients(self, fuser):
+        fuser.pack()
+        for bucket in fuser.buckets:
+            self.dist.all_reduce(bucket)
+        fuser.unpack(1.0 / self.size)
 
     def sum_doubles(self, array):
         self.dist.all_reduce(torch.from_numpy(array))
@@ -170,55 +179,16 @@ class GlooComm:
         self.dist.destroy_process_group()
 
 
-# --- OptiReduce's C API, when the library is preloaded ----------------------------------------------
-class LibraryStats:
-    """Cumulative entries reduced / dropped of this process; absent without the library."""
-
-    def __init__(self):
-        self.get = None
-        try:
-            from optireduce_ctypes import ProcessStats
-            fn = ctypes.CDLL(None).optireduce_get_process_stats
-        except (ImportError, AttributeError, OSError):
-            return
-        fn.argtypes = [ctypes.POINTER(ProcessStats)]
-        fn.restype = ctypes.c_int
-        self.get, self.struct = fn, ProcessStats
-
-    def read(self):
-        """[entries_reduced, entries_dropped, intercepted, bounded, fallback] or None."""
-        if self.get is None:
-            return None
-        s = self.struct()
-        if self.get(ctypes.byref(s)) != 0:
-            return None
-        return [s.entries_reduced, s.entries_dropped, s.intercepted_calls, s.bounded_calls, s.fallback_calls]
+# --- OptiReduce's counters, when the library is preloaded -------------------------------------------
+def library_counters():
+    """[entries_reduced, entries_dropped, intercepted, bounded, fallback], or None without the library."""
+    s = optireduce.stats()
+    if s is None:
+        return None
+    return [s.entries_reduced, s.entries_dropped, s.intercepted_calls, s.bounded_calls, s.fallback_calls]
 
 
 # --- training ---------------------------------------------------------------------------------------
-class FusedGradients:
-    """All gradients in one contiguous float32 buffer, copied in and out around the reduction."""
-
-    def __init__(self, params):
-        self.params = [p for p in params if p.requires_grad]
-        self.sizes = [p.numel() for p in self.params]
-        self.array = np.zeros(sum(self.sizes), dtype=np.float32)
-        self.tensor = torch.from_numpy(self.array)
-
-    def pack(self):
-        offset = 0
-        for p, n in zip(self.params, self.sizes):
-            self.tensor[offset:offset + n].copy_(p.grad.reshape(-1))
-            offset += n
-
-    def unpack(self, scale):
-        self.tensor.mul_(scale)
-        offset = 0
-        for p, n in zip(self.params, self.sizes):
-            p.grad.copy_(self.tensor[offset:offset + n].view_as(p.grad))
-            offset += n
-
-
 def flat_parameters(model):
     return np.concatenate([p.detach().reshape(-1).numpy() for p in model.parameters()]).astype(np.float32)
 
@@ -274,9 +244,10 @@ def main(argv):
     start_params = flat_parameters(model)
     comm.broadcast(start_params)  # a real job starts every replica from rank 0's weights
     load_parameters(model, start_params)
-    fused = FusedGradients(model.parameters())
+    fuser = GradientFuser(model.parameters())
+    gradient_size = sum(b.numel() for b in fuser.buckets)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
-    library = LibraryStats()
+    library_loaded = optireduce.loaded()
 
     out = open(args.json, "w") if (args.json and rank == 0) else None
 
@@ -287,17 +258,17 @@ def main(argv):
 
     header = {"event": "start", "trainer": "torch", "backend": comm.name, "model": args.model,
               "hidden": args.hidden if args.model == "mlp" else None, "ranks": size,
-              "parameters": int(fused.array.size), "gradient_bytes": int(fused.array.nbytes),
+              "parameters": gradient_size, "gradient_bytes": 4 * gradient_size,
               "batch_per_rank": args.batch, "steps": args.steps, "lr": args.lr, "momentum": args.momentum,
               "seed": args.seed, "eval_every": args.eval_every, "target": args.target, "label": args.label,
               "train_samples": int(len(train_y)), "test_samples": int(len(test_y)),
-              "library": library.get is not None,
+              "library": library_loaded,
               "optireduce_env": {k: v for k, v in os.environ.items() if k.startswith("OPTIREDUCE_")}}
     record(header)
     if rank == 0:
-        print(f"train_torch: {args.model} ({fused.array.size} parameters, {fused.array.nbytes / 1e6:.2f} MB "
-              f"gradient), backend {comm.name}, {size} ranks x batch {args.batch}, {args.steps} steps, "
-              f"OptiReduce {'preloaded' if library.get else 'absent'}", flush=True)
+        print(f"train_torch: {args.model} ({gradient_size} parameters, {4 * gradient_size / 1e6:.2f} MB "
+              f"gradient in {len(fuser.buckets)} bucket(s)), backend {comm.name}, {size} ranks x batch {args.batch}, "
+              f"{args.steps} steps, OptiReduce {'preloaded' if library_loaded else 'absent'}", flush=True)
 
     global_batch = args.batch * size
     per_epoch = len(train_y) // global_batch
@@ -308,7 +279,7 @@ def main(argv):
     train_time = comm_time = 0.0
     step_times, comm_times = [], []
     loss_sum, loss_count, first_loss, last_loss = 0.0, 0, None, None
-    last_lib = library.read()
+    last_lib = library_counters()
     time_to_target = steps_to_target = None
     accuracy = None
     wall_start = time.perf_counter()
@@ -326,11 +297,9 @@ def main(argv):
         optimizer.zero_grad(set_to_none=False)
         loss = F.cross_entropy(model(x), y)
         loss.backward()
-        fused.pack()
         t1 = time.perf_counter()
-        comm.allreduce_inplace(fused.array)  # the one reduction of the step
+        comm.reduce_gradients(fuser)  # the step's reductions: pack, one allreduce per bucket, unpack
         t2 = time.perf_counter()
-        fused.unpack(1.0 / size)
         optimizer.step()
         t3 = time.perf_counter()
 
@@ -343,12 +312,12 @@ def main(argv):
 
         if step % args.eval_every == 0 or step == args.steps:
             accuracy, test_loss = evaluate(model, comm, test_x, test_y)
-            figures = np.array([loss_sum, loss_count] + (library.read() or [0, 0, 0, 0, 0]), dtype=np.float64)
+            figures = np.array([loss_sum, loss_count] + (library_counters() or [0, 0, 0, 0, 0]), dtype=np.float64)
             comm.sum_doubles(figures)  # every rank's figures (losses, library counters), summed
             train_loss = figures[0] / figures[1]
             now_lib = figures[2:]
             dropped = None
-            if library.get is not None:
+            if library_loaded:
                 prev = last_lib if last_lib is not None else np.zeros(5)
                 d_reduced, d_dropped = now_lib[0] - prev[0], now_lib[1] - prev[1]
                 dropped = float(d_dropped / d_reduced) if d_reduced > 0 else 0.0
@@ -361,7 +330,7 @@ def main(argv):
             record({"event": "eval", "step": step, "train_time": train_time, "comm_time": comm_time,
                     "wall": time.perf_counter() - wall_start, "accuracy": accuracy, "test_loss": test_loss,
                     "train_loss": train_loss, "dropped_fraction": dropped,
-                    "library_calls": None if library.get is None else
+                    "library_calls": None if not library_loaded else
                     {"intercepted": int(now_lib[2]), "bounded": int(now_lib[3]), "fallback": int(now_lib[4])}})
             if rank == 0:
                 extra = "" if dropped is None else f"  dropped {100 * dropped:.3f}%"
@@ -373,7 +342,7 @@ def main(argv):
     checksum = float(np.sum(flat_parameters(model), dtype=np.float64))
     low, high = comm.minmax(checksum)
     spread = high - low
-    counters = library.read()
+    counters = library_counters()
     least_intercepted, _ = comm.minmax(float(counters[2]) if counters else -1.0)
     end = {"event": "end", "steps": step, "train_time": train_time, "comm_time": comm_time,
            "comm_share": comm_time / train_time if train_time > 0 else None,
@@ -382,7 +351,7 @@ def main(argv):
            "step_time_p50": percentile(step_times, 50), "step_time_p99": percentile(step_times, 99),
            "comm_time_p50": percentile(comm_times, 50), "comm_time_p99": percentile(comm_times, 99),
            "replica_spread": spread, "first_loss": first_loss, "last_loss": last_loss,
-           "dropped_fraction": None if library.get is None or last_lib is None else
+           "dropped_fraction": None if not library_loaded or last_lib is None else
            float(last_lib[1] / last_lib[0]) if last_lib[0] > 0 else 0.0}
     record(end)
     status = 0

@@ -53,6 +53,8 @@ def job_command(trainer, impl, args, json_path, label, extra_env=None, ranks=Non
             env["OPTIREDUCE_TRANSPORT"] = "ofi"
     if impl == "gloo":
         env["GLOO_SOCKET_IFNAME"] = "lo"
+    if trainer == "torch":  # train_torch.py fuses its gradients with the optireduce package
+        env["PYTHONPATH"] = os.path.join(args.build_dir, "python")
     env.update(extra_env or {})
     for name, value in env.items():
         cmd += ["-x", f"{name}={value}"]

@@ -3,16 +3,10 @@
 
 mpi4py loads libmpi at import time and initialises MPI through MPI_Init_thread, which the
 preloaded library wraps. Checks every float32 result against a float64 numpy reference and reads
-the library's counters through ctypes to prove the engine ran. Exits 77 (ctest SKIP) when mpi4py
-or numpy is missing.
+the library's counters through the optireduce package (PYTHONPATH=<build>/python) to prove the
+engine ran. Exits 77 (ctest SKIP) when mpi4py or numpy is missing.
 """
-import ctypes
 import sys
-import os
-
-# The ctypes mirrors of the C API live with the examples.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "mpi_examples"))
-from optireduce_ctypes import ProcessStats  # noqa: E402
 
 try:
     import numpy as np
@@ -22,7 +16,7 @@ except ImportError as error:
           "(install python3-mpi4py and python3-numpy)", file=sys.stderr)
     sys.exit(77)
 
-
+import optireduce  # noqa: E402
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
@@ -33,19 +27,12 @@ def fail(message):
     comm.Abort(1)
 
 
-try:
-    # dlopen(NULL): the global scope, which includes LD_PRELOAD libraries.
-    _get_stats = ctypes.CDLL(None).optireduce_get_process_stats
-except AttributeError:
-    fail("optireduce_get_process_stats not found: liboptireduce.so was not preloaded")
-_get_stats.argtypes = [ctypes.POINTER(ProcessStats)]
+if not optireduce.loaded():
+    fail("liboptireduce.so was not preloaded")
 
 
 def stats():
-    s = ProcessStats()
-    if _get_stats(ctypes.byref(s)) != 0:
-        fail("optireduce_get_process_stats returned an error")
-    return s
+    return optireduce.stats()
 
 
 def pattern(count, r):

@@ -1,18 +1,18 @@
 #!/usr/bin/python3
-"""What happened to each reduction: OptiReduce's C API from Python, through ctypes.
+"""What happened to each reduction: OptiReduce's C API from Python, through the optireduce package.
 
-The preloaded library exports a small C API (include/optireduce/optireduce.h). A Python job can
-read it with ctypes, without building anything: after every MPI_Allreduce it can ask what the
-engine did with the call (exact while calibrating, or bounded by deadlines; how many entries of
-the result were estimated rather than received; the deadlines; the latency), and at any time the
-counters of the whole process.
+The preloaded library exports a small C API (include/optireduce/optireduce.h); the optireduce
+package (python/, docs/python.md) reads it with ctypes. After every MPI_Allreduce a job can ask
+what the engine did with the call (exact while calibrating, or bounded by deadlines; how many
+entries of the result were estimated rather than received; the deadlines; the latency), and at
+any time the counters of the whole process.
 
 Run (4 ranks, bounded mode, small calls routed through the engine, 1 % of chunks dropped on
 purpose so that something happens):
 
-    mpirun -np 4 -x LD_PRELOAD=$PWD/build/lib/liboptireduce.so \
+    mpirun -np 4 -x PYTHONPATH=$PWD/build/python -x LD_PRELOAD=$PWD/build/lib/liboptireduce.so \
         -x OPTIREDUCE_MIN_BYTES=0 -x OPTIREDUCE_FAULT_DROP=0.01 \
-        /usr/bin/python3 mpi_examples/call_stats_ctypes.py --calls 30
+        /usr/bin/python3 mpi_examples/call_stats.py --calls 30
 
 Rank 0 prints one line per call, then the process totals:
 
@@ -23,13 +23,11 @@ Rank 0 prints one line per call, then the process totals:
     process: 30 intercepted, 10 bounded, 0 fallback, 1536 of 983040 entries dropped (fraction 0.0016)
 
 Options: --calls N (default 30), --count N floats per call (default 32768).
-Exits 77 when mpi4py or numpy cannot be imported, 1 when the library is not preloaded.
+Exits 77 when mpi4py or numpy cannot be imported, 1 when the library is not preloaded, 2 when the
+optireduce package is not importable.
 """
 import argparse
-import ctypes
 import sys
-
-from optireduce_ctypes import CallStats, ProcessStats
 
 try:
     import numpy as np
@@ -39,26 +37,12 @@ except ImportError as error:
           "(install python3-mpi4py and python3-numpy)", file=sys.stderr)
     sys.exit(77)
 
-
-
-
-KINDS = {0: "exact", 1: "calibration", 2: "bounded", 3: "fallback"}
-
-
-def load_api():
-    """The library's functions, from the process's global scope (LD_PRELOAD puts them there)."""
-    here = ctypes.CDLL(None)
-    try:
-        get_stats = here.optireduce_get_process_stats
-        last_call = here.optireduce_comm_last_call_f
-    except AttributeError:
-        return None
-    get_stats.argtypes = [ctypes.POINTER(ProcessStats)]
-    get_stats.restype = ctypes.c_int
-    # By Fortran handle: mpi4py gives it with comm.py2f(), no mpi.h needed.
-    last_call.argtypes = [ctypes.c_int, ctypes.POINTER(CallStats)]
-    last_call.restype = ctypes.c_int
-    return get_stats, last_call
+try:
+    import optireduce
+except ImportError as error:
+    print(f"call_stats: the optireduce package is not importable ({error}): run with PYTHONPATH=<build>/python "
+          "or install it (docs/python.md)", file=sys.stderr)
+    sys.exit(2)
 
 
 def main():
@@ -69,13 +53,11 @@ def main():
 
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
-    api = load_api()
-    if api is None:
+    if not optireduce.loaded():
         if rank == 0:
             print("liboptireduce.so is not preloaded: run under mpirun -x LD_PRELOAD=.../liboptireduce.so",
                   file=sys.stderr)
         sys.exit(1)
-    get_stats, last_call = api
 
     if rank == 0:
         print("call  kind         entries  dropped  filled  scatter/gather deadline ms  latency ms")
@@ -84,10 +66,8 @@ def main():
     for _ in range(args.calls):
         local = rng.standard_normal(args.count).astype(np.float32)
         comm.Allreduce(local, gradient, op=MPI.SUM)
-        call = CallStats()
-        if last_call(comm.py2f(), ctypes.byref(call)) != 0:
-            sys.exit(f"rank {rank}: optireduce_comm_last_call_f failed")
-        if call.sequence == 0:
+        call = optireduce.last_call(comm)
+        if call is None:
             # The call was not eligible (below OPTIREDUCE_MIN_BYTES, or mode off): plain MPI ran it.
             if rank == 0:
                 print("   -  (not through the engine: raise the count or lower OPTIREDUCE_MIN_BYTES)")
@@ -95,19 +75,18 @@ def main():
         if not call.ok:
             sys.exit(f"rank {rank}: engine call {call.sequence} failed")
         if rank == 0:
-            deadlines = ("       -       -" if call.kind != 2 else
+            deadlines = ("       -       -" if call.kind != "bounded" else
                          f"{call.deadline_us[0] / 1000:8.2f}{call.deadline_us[1] / 1000:8.2f}")
-            print(f"{call.sequence:4d}  {KINDS.get(call.kind, '?'):<11s}{call.entries:8d}{call.dropped_entries:9d}"
+            print(f"{call.sequence:4d}  {call.kind:<11s}{call.entries:8d}{call.dropped_entries:9d}"
                   f"{call.filled_entries:8d}  {deadlines}{'':17s}{call.latency_us / 1000:6.2f}")
 
-    stats = ProcessStats()
-    get_stats(ctypes.byref(stats))
+    stats = optireduce.stats()
     comm.Barrier()
     if rank == 0:
         print(f"process: {stats.intercepted_calls} intercepted, {stats.bounded_calls} bounded, "
               f"{stats.fallback_calls} fallback, {stats.entries_dropped} of {stats.entries_reduced} entries dropped "
               f"(fraction {stats.dropped_fraction:.4f})")
-        print(f"call_stats_ctypes: done, {size} ranks")
+        print(f"call_stats: done, {size} ranks")
 
 
 main()

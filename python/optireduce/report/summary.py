@@ -1,0 +1,137 @@
+"""The summary tables printed on stdout, one for a report and one for a trace."""
+import math
+
+# Per-rank report fields shown as table columns (the rest is listed below the table).
+_REPORT_SHOWN = {"rank", "host", "intercepted_calls", "passthrough_calls", "bounded_calls", "fallback_calls",
+                 "bytes_reduced", "entries_reduced", "entries_dropped", "dropped_fraction", "latency_us",
+                 "deadline_us", "divergent_calls", "topology", "transports"}
+
+
+def percentile(values, q):
+    """Nearest-rank percentile; None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))]
+
+
+def _ms(us):
+    return "-" if us is None else f"{us / 1000:.3f}"
+
+
+def _pct(part, whole):
+    return f"{100 * part / whole:.4f}" if whole else "0.0000"
+
+
+def _int(value):
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _quantiles(entry, field):
+    q = entry.get(field)
+    return q if isinstance(q, dict) else {}
+
+
+def _table(header, rows):
+    widths = [max(len(str(c)) for c in column) for column in zip(header, *rows)]
+    # Labels left, numbers right.
+    line = lambda cells: "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)  # noqa: E731
+                                   for i, (c, w) in enumerate(zip(cells, widths)))
+    return "\n".join([line(header)] + [line(r) for r in rows])
+
+
+def report_table(report):
+    ranks = report.ranks
+    header = ["rank", "intercepted", "passthrough", "bounded", "fallback", "MiB", "dropped%", "lat_p50_ms",
+              "lat_p99_ms", "lat_max_ms", "deadline_p50_ms", "divergent"]
+    rows = []
+    for r in ranks:
+        lat, dl = _quantiles(r, "latency_us"), _quantiles(r, "deadline_us")
+        rows.append([r.get("rank", "?"), _int(r.get("intercepted_calls")), _int(r.get("passthrough_calls")),
+                     _int(r.get("bounded_calls")), _int(r.get("fallback_calls")),
+                     f"{_int(r.get('bytes_reduced')) / 2**20:.2f}",
+                     _pct(_int(r.get("entries_dropped")), _int(r.get("entries_reduced"))),
+                     _ms(lat.get("p50")), _ms(lat.get("p99")), _ms(lat.get("max")), _ms(dl.get("p50") or None),
+                     _int(r.get("divergent_calls"))])
+
+    def total(field):
+        return sum(_int(r.get(field)) for r in ranks)
+
+    def worst(field, q):
+        values = [_quantiles(r, field).get(q) for r in ranks]
+        values = [v for v in values if isinstance(v, (int, float))]
+        return max(values) if values else None
+
+    rows.append(["all", total("intercepted_calls"), total("passthrough_calls"), total("bounded_calls"),
+                 total("fallback_calls"), f"{total('bytes_reduced') / 2**20:.2f}",
+                 _pct(total("entries_dropped"), total("entries_reduced")), _ms(worst("latency_us", "p50")),
+                 _ms(worst("latency_us", "p99")), _ms(worst("latency_us", "max")),
+                 _ms(worst("deadline_us", "p50") or None), total("divergent_calls")])
+    lines = [f"optireduce report {report.path}: library {report.version}, {len(ranks)} ranks",
+             "config: " + " ".join(f"{k}={v}" for k, v in report.config.items()),
+             _table(header, rows),
+             "(row all: sums; latency and deadline of the worst rank)"]
+    lines += _other_fields(ranks)
+    lines += [f"{k}: {v}" for k, v in report.extra.items()]
+    return "\n".join(lines)
+
+
+def _other_fields(ranks):
+    """Everything the table does not show, summed (numbers) or listed (the rest) over the ranks."""
+    names = []
+    for r in ranks:
+        names += [k for k in r if k not in _REPORT_SHOWN and k not in names]
+    lines = []
+    for name in names:
+        values = [r[name] for r in ranks if name in r]
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            lines.append(f"{name}: total {_number(sum(values))}, max {_number(max(values))}")
+        elif all(isinstance(v, dict) and all(isinstance(x, (int, float)) for x in v.values()) for v in values):
+            keys = sorted({k for v in values for k in v})
+            summed = {k: sum(v.get(k, 0) for v in values) for k in keys}
+            lines.append(f"{name}: " + (" ".join(f"{k}={_number(n)}" for k, n in summed.items()) or "none"))
+        else:
+            distinct = []
+            for v in values:
+                if v not in distinct:
+                    distinct.append(v)
+            lines.append(f"{name}: " + "; ".join(str(v) for v in distinct))
+    transports = sorted({r.get("transports", "") for r in ranks} - {""})
+    if transports:
+        lines.append("transports: " + "; ".join(transports))
+    return lines
+
+
+def _number(v):
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def trace_table(trace):
+    calls = trace.calls
+    ranks = sorted({c.rank for c in calls})
+    header = ["kind", "calls", "entries", "dropped", "dropped%", "lat_p50_ms", "lat_p99_ms", "lat_max_ms",
+              "deadline_p50_ms", "not_ok"]
+    kinds = []
+    for c in calls:
+        if c.kind not in kinds:
+            kinds.append(c.kind)
+
+    def row(label, group):
+        entries = sum(c.entries for c in group)
+        dropped = sum(c.dropped_entries for c in group)
+        latency = [c.latency_us for c in group]
+        deadlines = [c.deadline_scatter_us + c.deadline_gather_us for c in group
+                     if c.deadline_scatter_us + c.deadline_gather_us > 0]
+        return [label, len(group), entries, dropped, _pct(dropped, entries), _ms(percentile(latency, 50)),
+                _ms(percentile(latency, 99)), _ms(max(latency)), _ms(percentile(deadlines, 50)),
+                sum(c.status != "ok" for c in group)]
+
+    rows = [row(k, [c for c in calls if c.kind == k]) for k in kinds] + [row("all", calls)]
+    per_rank = sorted({sum(c.rank == r for c in calls) for r in ranks})
+    lines = [f"optireduce trace {trace.path}: {len(calls)} calls on {len(ranks)} ranks "
+             f"({'/'.join(map(str, per_rank))} per rank)",
+             _table(header, rows),
+             "(deadline: scatter-reduce + all-gather budget of the calls that had one)"]
+    if trace.malformed_lines:
+        lines.append(f"malformed lines skipped: {trace.malformed_lines}")
+    return "\n".join(lines)
