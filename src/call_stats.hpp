@@ -38,6 +38,14 @@ struct RejectCounts {
   std::uint64_t total() const { return malformed + foreign + stale + misplaced + duplicate + overflow; }
 };
 
+// Data that arrived after the call it belonged to had closed without it: what the deadlines did
+// not wait for, and how long waiting for it would have taken (measured from each arrival).
+struct LateArrivals {
+  std::uint64_t messages = 0;
+  std::uint64_t bytes = 0;
+  double wait_us = 0;  // summed over the messages: arrival time minus the close of their call
+};
+
 // What every rank agreed on at the agreement rounds (and two counts of this rank's own).
 struct AgreedCounts {
   std::uint64_t divergent_calls = 0;  // calls where some rank filled all-gather chunks alone

@@ -44,6 +44,7 @@ class Engine {
   std::size_t largest_call_bytes() const { return state_.largest_call_bytes; }
   const RejectCounts& rejects() const { return state_.rejects; }
   const AgreedCounts& agreed() const { return state_.agreed; }
+  const LateArrivals& late_arrivals() const { return state_.late; }
   const CallStats& last_call() const { return state_.last_call; }
   TransportCounters transport_counters() const { return transport_->counters(); }
   std::string transport_description() const { return transport_->describe(); }

@@ -71,6 +71,19 @@ struct EngineState {
   PhaseTimes my_estimate_us{};  // this rank's latest phase estimates (stamped into its messages)
   LossBudgetAgreement loss_budget;
   RejectCounts rejects;
+  LateArrivals late;
+  // When the last calls closed (for how late their stragglers are): a few are enough, data
+  // older than that is stale anyway.
+  static constexpr std::size_t kClosedCalls = 8;
+  std::array<std::pair<std::uint64_t, Clock::time_point>, kClosedCalls> closed_at{};
+  void note_closed(std::uint64_t epoch, Clock::time_point when) { closed_at[epoch % kClosedCalls] = {epoch, when}; }
+  void note_late(std::uint64_t epoch, Clock::time_point arrived, std::size_t bytes) {
+    const auto& [e, when] = closed_at[epoch % kClosedCalls];
+    if (e != epoch || arrived < when) return;
+    ++late.messages;
+    late.bytes += bytes;
+    late.wait_us += std::chrono::duration<double, std::micro>(arrived - when).count();
+  }
   AgreedCounts agreed;
   CallStats last_call;
   std::size_t largest_call_bytes = 0;

@@ -93,6 +93,7 @@ Status TarCall::run_scatter_reduce(Clock::time_point scatter_start) {
                                [&](int) { return s_.scatter.expects_data(); }));
   if (!s_.scatter.complete()) {
     if (!bounded()) return Timeout("the scatter-reduce did not complete");
+    scatter_closed_ = Clock::now();
     for (std::uint32_t c : s_.scatter.open_chunks()) reduce(c);
   }
   stats_.phase_us[0] = us_since(scatter_start);
@@ -256,7 +257,10 @@ void TarCall::handle(const InboundMessage& message) {
   switch (in.kind) {
     case InboundKind::malformed: ++s_.rejects.malformed; return;
     case InboundKind::foreign: ++s_.rejects.foreign; return;
-    case InboundKind::stale: ++s_.rejects.stale; return;
+    case InboundKind::stale:
+      ++s_.rejects.stale;
+      s_.note_late(in.header.epoch, message.arrived, message.payload_size);
+      return;
     case InboundKind::misplaced: ++s_.rejects.misplaced; return;
     case InboundKind::ignored: return;
     case InboundKind::early:
@@ -277,7 +281,12 @@ void TarCall::on_scatter_chunk(const Inbound& in, const InboundMessage& message)
   if (injects_faults() && s_.faults.drop_received_chunk()) return;
   switch (s_.scatter.accept(source, in.chunk, message)) {
     case Accepted::duplicate: ++s_.rejects.duplicate; break;
-    case Accepted::closed: ++s_.rejects.stale; break;
+    case Accepted::closed:
+      ++s_.rejects.stale;
+      s_.late.wait_us += std::chrono::duration<double, std::micro>(message.arrived - scatter_closed_).count();
+      ++s_.late.messages;
+      s_.late.bytes += message.payload_size;
+      break;
     case Accepted::taken:
     case Accepted::unreadable: break;
   }
@@ -360,6 +369,7 @@ Status TarCall::finish_sends(Clock::time_point gather_deadline) {
     if (bounded() && st.code() == StatusCode::timeout) st = {};
   }
   s_.in_call = false;
+  s_.note_closed(s_.epoch, Clock::now());
   if (st.ok()) s_.staging.seal(*staging_);
   return st;
 }

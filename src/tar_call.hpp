@@ -74,6 +74,7 @@ class TarCall {
   bool transformed_ = false;
   std::uint32_t last_slices_ = 1;
   PhaseDeadlines budget_;
+  Clock::time_point scatter_closed_{};  // when the deadline closed the scatter-reduce (bounded)
 };
 
 }  // namespace optireduce
