@@ -242,9 +242,11 @@ Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_poi
   const double budget = budget_.us[phase];
   // A call that would lose more than the loss budget is not a result: over a transport that
   // delivers everything, what is missing is late, not lost, so wait for it as an exact call does.
+  // Each rank holds its own loss to a share of the budget: the fill agreement makes every rank's
+  // missing chunks everybody's, so the call loses at most the budget.
   const std::uint64_t missing = phase == 0 ? s_.scatter.open_entries() : s_.gather.missing_entries();
   const double loss = request_.count ? double(s_.ledger.dropped() + missing) / double(request_.count) : 0.0;
-  if (transport_.traits().reliable && !probe_ && loss > s_.options.loss_budget) return hard_deadline_;
+  if (transport_.traits().reliable && !probe_ && loss > s_.options.loss_budget / s_.ranks) return hard_deadline_;
   // While data still comes, the network is delivering: wait until it has been quiet a while.
   const auto quiet_until = after_us(last_arrival_, DeadlineController::quiet_gap_us(budget));
   return std::min({quiet_until, after_us(phase_start, DeadlineController::stretch_limit_us(budget)), hard_deadline_});
