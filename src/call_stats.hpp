@@ -21,6 +21,7 @@ struct CallStats {
   std::uint64_t filled_entries = 0;   // of those, all-gather entries this rank had to fill in
   bool transformed = false;           // ran in the Hadamard domain
   bool fill_agreed = false;           // every rank's missing chunks were known here: same fill
+  std::uint64_t fill_hash = 0;        // which chunks this rank filled (loss_ledger.hpp)
   double latency_us = 0;
   PhaseTimes deadline_us{};  // budget of each phase (0 for exact calls)
   PhaseTimes phase_us{};     // time each phase took

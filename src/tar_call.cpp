@@ -65,6 +65,7 @@ CallStats TarCall::run() {
   if (!probe_) {
     stats_.dropped_entries = s_.ledger.dropped();
     stats_.filled_entries = s_.ledger.filled();
+    stats_.fill_hash = s_.ledger.fill_hash();
   }
   stats_.latency_us = us_since(start_);
   return stats_;
@@ -341,7 +342,8 @@ void TarCall::on_missing_list(const Inbound& in, const InboundMessage& message) 
 }
 
 bool TarCall::agree_on_fill() {
-  s_.fill.build_own_list(s_.gather, s_.ledger, s_.rank, staging_->missing);
+  const bool impose = double(s_.gather.missing_entries()) <= s_.options.loss_budget * double(request_.count);
+  s_.fill.build_own_list(s_.gather, s_.ledger, s_.rank, impose, staging_->missing);
   const auto& mine = staging_->missing;
   for (int copy = 0; copy < FillAgreement::kCopies; ++copy)
     for (int k = 1; k < s_.ranks; ++k) {

@@ -452,6 +452,33 @@ TEST_P(BoundedEngineLoss, DroppedFractionFollowsTheRateAndErrorFollowsTheDropped
 
 INSTANTIATE_TEST_SUITE_P(Rates, BoundedEngineLoss, ::testing::Values(0.05, 0.2));
 
+TEST(BoundedEngine, DivergenceIsCountedExactly) {
+  Watchdog dog(kNoHang, "Divergence");
+  // Without the fill agreement each rank fills only the all-gather chunks it lacked, so under
+  // loss the replicas differ in some calls and not in others. The agreed count must be exactly
+  // the number of calls whose results differ bitwise between ranks, among the calls whose
+  // agreement window has been decided (one window after it closed).
+  const int ranks = 3;
+  const unsigned calibration = 2;
+  EngineOptions options = bounded_options(0.02, calibration, 1.0);
+  options.agree_fill = false;
+  Job job = make_job(ranks, options);
+  ASSERT_FALSE(HasFailure());
+  const int calls = 2 + 8 * 6;
+  const auto seen = drive(job, std::vector<std::uint64_t>(calls, 64 * ranks * 6 + 1));
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
+  const std::uint64_t bounded = calls - calibration;
+  const std::uint64_t decided = (bounded / options.sync_interval - 1) * options.sync_interval;
+  std::uint64_t differing = 0, bounded_seen = 0;
+  for (const auto& row : seen) {
+    if (row[0].stats.kind != CallKind::bounded) continue;
+    if (bounded_seen++ >= decided) break;
+    differing += std::any_of(row.begin(), row.end(), [&](const Observed& o) { return o.checksum != row[0].checksum; });
+  }
+  EXPECT_GT(differing, 0u) << "2 % chunk loss without the agreement should leave some calls divergent";
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(job.engines[r]->agreed().divergent_calls, differing) << "rank " << r;
+}
+
 TEST(BoundedEngine, LossOverBudgetSendsEveryRankToExactCallsAtTheSameCall) {
   Watchdog dog(kNoHang, "LossOverBudget");
   const int ranks = 4;
