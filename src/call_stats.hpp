@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "optireduce/engine/deadline_controller.hpp"
 #include "optireduce/status.hpp"
@@ -22,6 +23,7 @@ struct CallStats {
   bool transformed = false;           // ran in the Hadamard domain
   bool fill_agreed = false;           // every rank's missing chunks were known here: same fill
   std::uint64_t fill_hash = 0;        // which chunks this rank filled (loss_ledger.hpp)
+  std::string transport;              // the module the call ran over ("ucx", "udp"; "mpi": the bootstrap)
   double latency_us = 0;
   PhaseTimes deadline_us{};  // budget of each phase (0 for exact calls)
   PhaseTimes phase_us{};     // time each phase took

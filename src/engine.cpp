@@ -12,39 +12,6 @@
 namespace optireduce {
 namespace {
 
-const char* module_of(TransportKind kind) {
-  switch (kind) {
-    case TransportKind::udp: return "udp";
-    case TransportKind::ofi: return "ofi";
-    case TransportKind::automatic:
-    case TransportKind::ucx: break;
-  }
-  return "ucx";
-}
-
-std::uint64_t random_nonce() {
-  std::random_device device;
-  std::uint64_t n = (static_cast<std::uint64_t>(device()) << 32) ^ device();
-  n ^= static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
-  return n ? n : 1;
-}
-
-// Every rank contributes whether it succeeded (and why not); all agree on failure if any failed.
-Status all_ranks_ok(Bootstrap& bootstrap, const Status& mine, const char* what) {
-  const std::string text = mine.ok() ? std::string() : mine.text();
-  std::vector<std::byte> blob(1 + text.size());
-  blob[0] = std::byte{static_cast<unsigned char>(mine.ok() ? 1 : 0)};
-  std::memcpy(blob.data() + 1, text.data(), text.size());
-  const auto all = bootstrap.allgather(blob);
-  for (std::size_t r = 0; r < all.size(); ++r)
-    if (all[r].empty() || all[r][0] != std::byte{1}) {
-      const std::string why(reinterpret_cast<const char*>(all[r].data()) + (all[r].empty() ? 0 : 1),
-                            all[r].empty() ? 0 : all[r].size() - 1);
-      return PeerError("rank " + std::to_string(r) + " " + what + (why.empty() ? "" : ": " + why));
-    }
-  return {};
-}
-
 double us_since(Clock::time_point t) { return std::chrono::duration<double, std::micro>(Clock::now() - t).count(); }
 
 }  // namespace
@@ -59,52 +26,47 @@ const char* to_string(TransportKind kind) {
   return "?";
 }
 
-std::unique_ptr<Engine> Engine::create(int rank, int ranks, std::unique_ptr<Bootstrap> bootstrap,
-                                       const EngineOptions& options, Status& status) {
-  const char* module = module_of(options.transport);
-  Status made;
-  auto transport = create_transport(module, options.transport_settings, made);
-  if (!transport) OR_LOG(warn, "cannot start the %s transport: %s", module, made.text().c_str());
-  return create(rank, ranks, std::move(transport), std::move(bootstrap), options, status);
-}
-
-std::unique_ptr<Engine> Engine::create(int rank, int ranks, std::unique_ptr<Transport> transport,
-                                       std::unique_ptr<Bootstrap> bootstrap, const EngineOptions& options, Status& status) {
-  // Blob: [ok][comm nonce, 8 bytes][transport address].
-  std::vector<std::byte> blob(9);
-  blob[0] = std::byte{static_cast<unsigned char>(transport ? 1 : 0)};
-  const std::uint64_t nonce = random_nonce();
-  std::memcpy(blob.data() + 1, &nonce, sizeof nonce);
-  if (transport) {
-    const auto address = transport->local_address();
-    blob.insert(blob.end(), address.begin(), address.end());
-  }
-  const auto blobs = bootstrap->allgather(blob);
-  std::vector<std::vector<std::byte>> addresses(static_cast<std::size_t>(ranks));
-  for (int r = 0; r < ranks; ++r) {
-    if (blobs[r].size() < 9 || blobs[r][0] != std::byte{1}) {
-      status = Unavailable("rank " + std::to_string(r) + " could not create its transport");
-      return nullptr;
-    }
-    addresses[r].assign(blobs[r].begin() + 9, blobs[r].end());
-  }
-  std::uint64_t comm_id = 0;
-  std::memcpy(&comm_id, blobs[0].data() + 1, sizeof comm_id);
-  const Status connected = transport->connect(rank, addresses, Clock::now() + options.watchdog);
-  status = all_ranks_ok(*bootstrap, connected, "could not connect to its peers");
-  if (!status.ok()) return nullptr;
-  return std::unique_ptr<Engine>(new Engine(rank, ranks, comm_id, std::move(transport), std::move(bootstrap), options));
-}
-
-Engine::Engine(int rank, int ranks, std::uint64_t comm_id, std::unique_ptr<Transport> transport,
-               std::unique_ptr<Bootstrap> bootstrap, const EngineOptions& options)
-    : state_(rank, ranks, comm_id, options, std::move(bootstrap)), transport_(std::move(transport)) {}
+Engine::Engine(int rank, int ranks, std::uint64_t comm_id, Paths paths, std::unique_ptr<Bootstrap> bootstrap,
+               const EngineOptions& options)
+    : state_(rank, ranks, comm_id, options, std::move(bootstrap)), paths_(std::move(paths)) {}
 
 Engine::~Engine() = default;
 
+TransportCounters Engine::transport_counters() const {
+  TransportCounters sum;
+  for (const auto* path : {paths_.exact.get(), paths_.bounded.get()}) {
+    if (!path) continue;
+    const TransportCounters c = path->transport->counters();
+    sum.messages_sent += c.messages_sent;
+    sum.messages_received += c.messages_received;
+    sum.bytes_sent += c.bytes_sent;
+    sum.bytes_received += c.bytes_received;
+    sum.send_calls += c.send_calls;
+    sum.receive_calls += c.receive_calls;
+    sum.rejected_malformed += c.rejected_malformed;
+    sum.rejected_unauthenticated += c.rejected_unauthenticated;
+    sum.rejected_foreign_source += c.rejected_foreign_source;
+    sum.send_errors += c.send_errors;
+    sum.abandoned_sends += c.abandoned_sends;
+    sum.fec_parity_sent += c.fec_parity_sent;
+    sum.fec_repaired += c.fec_repaired;
+    sum.pace_bytes_per_s = std::max(sum.pace_bytes_per_s, c.pace_bytes_per_s);
+  }
+  return sum;
+}
+
+std::string Engine::transport_description() const {
+  if (!paths_.exact) return paths_.bounded->transport->describe();
+  if (!paths_.bounded) return paths_.exact->transport->describe();
+  return "exact: " + paths_.exact->transport->describe() + "; bounded: " + paths_.bounded->transport->describe();
+}
+
 std::size_t Engine::buffer_bytes() const {
-  return state_.staging.bytes() + state_.scatter.buffer_bytes() +
-         (state_.probe_input.capacity() + state_.probe_output.capacity()) * sizeof(float);
+  std::size_t staged = 0;
+  for (const auto* path : {paths_.exact.get(), paths_.bounded.get()})
+    if (path) staged += path->staging.bytes();
+  return staged + state_.scatter.buffer_bytes() +
+         state_.probe_output.capacity() * sizeof(float);
 }
 
 CallKind Engine::choose_kind(unsigned cls) const {
@@ -126,14 +88,20 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
   const unsigned cls = size_class(count * sizeof(float));
   stats.kind = allow_bounded ? choose_kind(cls) : CallKind::exact;
   stats.sequence = ++state_.calls;
-  // The path of the call: bounded calls over the transport; exact ones over it when it is
-  // reliable, otherwise over the bootstrap (with a probe of the transport while calibrating).
-  if (stats.kind == CallKind::bounded || transport_->traits().reliable) {
-    stats = run_tar({input, output, count, cls, nullptr}, std::move(stats), start);
-    if (!stats.ok()) stats.status = agree_on_failure(stats.status);
+  // The path of the call, in one place: bounded calls over the bounded transport; exact ones
+  // over the exact transport (then, while calibrating or after a fallback, a probe of the
+  // bounded transport when it is another one), or over the bootstrap when there is none.
+  if (stats.kind == CallKind::bounded) {
+    stats = run_tar(*bounded_path(), {input, output, count, cls, nullptr}, std::move(stats), start);
+  } else if (paths_.exact) {
+    const bool probe_after = stats.kind != CallKind::exact && paths_.bounded != nullptr;
+    stats = run_tar(*paths_.exact, {input, output, count, cls, nullptr, !probe_after}, std::move(stats), start);
+    if (stats.ok() && probe_after) stats = probe(output, count, std::move(stats), cls, stats.latency_us);
   } else {
-    stats = exact_over_bootstrap(input, output, count, std::move(stats), start, cls);
+    stats = exact_over_bootstrap(input, output, count, std::move(stats), start);
+    if (stats.ok() && stats.kind != CallKind::exact) stats = probe(output, count, std::move(stats), cls, stats.latency_us);
   }
+  if (!stats.ok() && stats.transport != "mpi") stats.status = agree_on_failure(stats.status);
   if (stats.kind == CallKind::bounded && stats.ok())
     state_.loss_budget.after_bounded_call(stats, state_.calls, *state_.bootstrap, state_.agreed);
   state_.agreed.injected_drops = state_.faults.injected_drops();
@@ -175,59 +143,59 @@ Status Engine::agree_on_failure(const Status& mine) {
   return Timeout("ranks " + silent + " did not answer within " + watchdog + " ms (OPTIREDUCE_WATCHDOG_MS=" + watchdog + ")");
 }
 
-CallStats Engine::run_tar(const TarRequest& request, CallStats stats, Clock::time_point start) {
-  TarCall call(state_, *transport_, request, std::move(stats), start);
+CallStats Engine::run_tar(TransportPath& path, const TarRequest& request, CallStats stats, Clock::time_point start) {
+  TarCall call(state_, path, request, std::move(stats), start);
   return call.run();
 }
 
-CallStats Engine::exact_over_bootstrap(const float* input, float* output, std::uint64_t count, CallStats stats,
-                                       Clock::time_point start, unsigned cls) {
-  const bool teach = stats.kind != CallKind::exact;
-  const float* probe_source = input;
-  if (teach && input == output) {
-    state_.probe_input.assign(input, input + count);
-    probe_source = state_.probe_input.data();
-  }
+void Engine::drain_bounded_sends() {
   // Datagrams of an earlier call still queued here would sit unsent while this rank blocks in
   // the job's MPI, and a peer waiting for them would wait out its deadline: push them out first,
-  // for a short while at most.
-  TarCall idle(state_, *transport_, {}, stats, start);
-  const auto drain_until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                              std::chrono::duration<double, std::micro>(DeadlineController::drain_before_exact_us()));
+  // for a short while at most. What arrives meanwhile is filed as a call that has not begun.
+  TransportPath& path = *bounded_path();
+  Transport& transport = *path.transport;
+  TarCall idle(state_, path, {}, {}, Clock::now());
+  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double, std::micro>(DeadlineController::drain_before_exact_us()));
   auto handler = [&](const InboundMessage& m) { idle.handle(m); };
   auto drained = [&] {
     for (int p = 0; p < state_.ranks; ++p)
-      if (p != state_.rank && transport_->sends_in_flight(p) != 0) return false;
+      if (p != state_.rank && transport.sends_in_flight(p) != 0) return false;
     return true;
   };
-  while (!drained() && Clock::now() < drain_until) (void)transport_->poll(drain_until, handler);
-  transport_->abandon_queued_sends();
+  while (!drained() && Clock::now() < until) (void)transport.poll(until, handler);
+  transport.abandon_queued_sends();
+}
+
+CallStats Engine::exact_over_bootstrap(const float* input, float* output, std::uint64_t count, CallStats stats,
+                                       Clock::time_point start) {
+  drain_bounded_sends();
+  stats.transport = "mpi";
   if (!state_.bootstrap->allreduce_sum(input, output, count)) {
     stats.status = PeerError("the exact allreduce over the job's MPI failed");
     stats.latency_us = us_since(start);
     return stats;
   }
-  const double exact_us = us_since(start);
-  stats.phase_us = {exact_us, 0.0};
-  if (teach) stats = probe(probe_source, count, std::move(stats), cls, exact_us);
   stats.latency_us = us_since(start);
+  stats.phase_us = {stats.latency_us, 0.0};
   return stats;
 }
 
 CallStats Engine::probe(const float* input, std::uint64_t count, CallStats stats, unsigned cls, double exact_us) {
-  // The result is exact already. Now time the datagram path on the same data, so that bounded
-  // calls get the deadlines of the network they will run on, not those of the job's MPI.
+  // The result is exact already. Now time the bounded transport on the same data, so that
+  // bounded calls get the deadlines of the network they will run on, not those of the exact path.
   if (state_.probe_output.size() < count) state_.probe_output.resize(count);
   PhaseDeadlines budget;
   budget.us.fill(state_.deadlines.probe_budget_us(cls, exact_us));
-  const CallStats probed = run_tar({input, state_.probe_output.data(), count, cls, &budget}, stats, Clock::now());
+  const CallStats probed = run_tar(*bounded_path(), {input, state_.probe_output.data(), count, cls, &budget}, stats, Clock::now());
   if (!probed.ok()) stats.status = probed.status;
   if (stats.kind == CallKind::calibration && !state_.deadlines.calibrating(cls)) {
     // This rank's sends in all: its contributions to every other shard, its shard to every peer.
     const double own = double(ShardLayout(count, state_.ranks, state_.options.chunk_elems).shard_size(state_.rank));
     const double bytes = (double(count) - own + own * (state_.ranks - 1)) * sizeof(float);
-    transport_->suggest_pace(state_.deadlines.pace_bytes_per_s(bytes, exact_us));
+    bounded_path()->transport->suggest_pace(state_.deadlines.pace_bytes_per_s(bytes, exact_us));
   }
+  stats.latency_us += probed.latency_us;
   return stats;
 }
 
@@ -244,7 +212,6 @@ EngineState::EngineState(int rank_, int ranks_, std::uint64_t comm_id_, const En
         d.cap_us = std::chrono::duration<double, std::micro>(options_.timeout).count();
         return d;
       }()),
-      staging(rank_, ranks_),
       hadamard(options_.hadamard_block_log2, options_.hadamard_overlap && options_.hadamard != HadamardMode::off && ranks_ > 1),
       faults(options_.faults, rank_),
       loss_budget(options, rank_) {

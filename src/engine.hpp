@@ -1,4 +1,4 @@
-// One engine per communicator: its ranks, its transport, its buffers, its deadlines. One
+// One engine per communicator: its ranks, its transports, its buffers, its deadlines. One
 // operation: reduce a float buffer (sum) with the Transpose AllReduce, exactly or within a
 // deadline. It knows nothing of MPI: the bootstrap is what it needs of the job's own layer.
 #pragma once
@@ -6,27 +6,31 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "optireduce/engine/bootstrap.hpp"
 #include "optireduce/engine/call_stats.hpp"
 #include "optireduce/engine/engine_options.hpp"
 #include "optireduce/engine/engine_state.hpp"
 #include "optireduce/engine/tar_call.hpp"
+#include "optireduce/engine/transport_path.hpp"
 #include "optireduce/transport.hpp"
 
 namespace optireduce {
 
 class Engine {
  public:
-  // Collective over the bootstrap's ranks: creates the transport named by the options (loading
-  // its module), exchanges addresses and connects. On any rank's failure every rank gets null
-  // and `status` says which rank failed and why.
+  // Collective over the bootstrap's ranks: creates the transports the options name (loading
+  // their modules; engine_setup.cpp), exchanges addresses and connects. On any rank's failure
+  // every rank gets null and `status` says which rank failed and why.
   static std::unique_ptr<Engine> create(int rank, int ranks, std::unique_ptr<Bootstrap> bootstrap,
                                         const EngineOptions& options, Status& status);
-  // The same over a transport the caller made (tests, benchmarks); null `transport`: this rank
-  // could not make one.
-  static std::unique_ptr<Engine> create(int rank, int ranks, std::unique_ptr<Transport> transport,
-                                        std::unique_ptr<Bootstrap> bootstrap, const EngineOptions& options, Status& status);
+  // The same over transports the caller made (tests, benchmarks): `exact` carries the exact
+  // calls (null: the bootstrap does), `bounded` the bounded ones (null: `exact` does). A rank
+  // whose transport could not be made passes a null where the others pass one.
+  static std::unique_ptr<Engine> create(int rank, int ranks, std::unique_ptr<Transport> exact,
+                                        std::unique_ptr<Transport> bounded, std::unique_ptr<Bootstrap> bootstrap,
+                                        const EngineOptions& options, Status& status);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -46,27 +50,38 @@ class Engine {
   const AgreedCounts& agreed() const { return state_.agreed; }
   const LateArrivals& late_arrivals() const { return state_.late; }
   const CallStats& last_call() const { return state_.last_call; }
-  TransportCounters transport_counters() const { return transport_->counters(); }
-  std::string transport_description() const { return transport_->describe(); }
+  // Summed over the transports.
+  TransportCounters transport_counters() const;
+  // What carries which calls, e.g. "tcp/lo" or "exact: sysv/memory; bounded: udp lo".
+  std::string transport_description() const;
 
  private:
-  Engine(int rank, int ranks, std::uint64_t comm_id, std::unique_ptr<Transport> transport,
-         std::unique_ptr<Bootstrap> bootstrap, const EngineOptions& options);
+  struct Paths {
+    // exact: reliable (null: exact calls go over the bootstrap); bounded null: exact carries them.
+    std::unique_ptr<TransportPath> exact, bounded;
+  };
+  Engine(int rank, int ranks, std::uint64_t comm_id, Paths paths, std::unique_ptr<Bootstrap> bootstrap,
+         const EngineOptions& options);
 
+  // Bounded calls: over their own transport, else the exact one.
+  TransportPath* bounded_path() { return paths_.bounded ? paths_.bounded.get() : paths_.exact.get(); }
   CallKind choose_kind(unsigned size_class) const;
-  CallStats run_tar(const TarRequest& request, CallStats stats, Clock::time_point start);
-  // Exact calls when the transport may lose data: the bootstrap's exact sum, then (calibration
-  // and fallback calls) a probe of the transport that teaches the deadlines.
+  CallStats run_tar(TransportPath& path, const TarRequest& request, CallStats stats, Clock::time_point start);
+  // Exact calls over the bootstrap, for when no reliable transport is there.
   CallStats exact_over_bootstrap(const float* input, float* output, std::uint64_t count, CallStats stats,
-                                 Clock::time_point start, unsigned size_class);
+                                 Clock::time_point start);
+  // Calibration and fallback calls whose bounded calls go over another transport: a timing run
+  // of that transport on the same data teaches the deadlines (the result is already exact).
   CallStats probe(const float* input, std::uint64_t count, CallStats stats, unsigned size_class, double exact_us);
+  // Pushes out what an earlier call still queues on the bounded transport (briefly).
+  void drain_bounded_sends();
   // After a call failed here, on every rank (each fails the same call, by its watchdog or by a
   // peer's notice): the ranks exchange what they waited for, and all report the same ranks.
   Status agree_on_failure(const Status& mine);
 
   EngineState state_;
-  // After the state: destroyed first, so sends it still progresses never read freed staging.
-  std::unique_ptr<Transport> transport_;
+  // After the state: destroyed first, so sends they still progress never read freed staging.
+  Paths paths_;
   bool broken_ = false;
 };
 

@@ -38,7 +38,6 @@ struct EngineState {
   bool in_call = false;     // a call is running: its messages may land
   ShardLayout layout;       // of the call in progress (or the last one)
 
-  StagingPool staging;
   EarlyStore early;
   ScatterReduce scatter;
   AllGather gather;
@@ -87,7 +86,7 @@ struct EngineState {
   AgreedCounts agreed;
   CallStats last_call;
   std::size_t largest_call_bytes = 0;
-  std::vector<float> probe_input, probe_output;  // probes of in-place calls, and their results
+  std::vector<float> probe_output;  // where a probe of the bounded transport writes its result
 };
 
 }  // namespace optireduce

@@ -23,7 +23,10 @@ StagingBuffer* StagingPool::acquire(Transport& transport, bool bounded, std::uin
     StagingBuffer& b = *buffers_[(epoch + i) % buffers_.size()];
     if (is_free(b, transport)) return &b;
   }
-  if (bounded && buffers_.size() < kMaxBuffers) return fresh();
+  // Another buffer rather than a wait, exact calls too: the last sends of a call (its "done"
+  // messages) can still be queued when its peers have finished it, and a peer may need this
+  // rank's next call to progress before they leave.
+  if (buffers_.size() < kMaxBuffers) return fresh();
   StagingBuffer& b = *buffers_[epoch % buffers_.size()];
   // Datagrams still queued for an earlier call are late by now: drop them rather than wait for
   // a peer that may not read again until this rank joins it in another collective.

@@ -1,9 +1,9 @@
 // Memory that sends read after a call may have returned. A bounded call can end with sends
 // still in flight (a TCP retransmission stalls one peer's queue; UCX cannot cancel an active
-// message), so what they read must not be the caller's buffer: it is staged here. Bounded
-// calls take any buffer whose sends have all completed, adding one (up to kMaxBuffers) rather
-// than waiting for a stalled peer; exact calls end only when every peer has their data, so an
-// exact-only engine keeps one buffer.
+// message), so what they read must not be the caller's buffer: it is staged here. Exact calls
+// too end with their last sends (the "done" messages) possibly still queued. A call takes any
+// buffer whose sends have all completed, adding one (up to kMaxBuffers) rather than waiting for
+// a stalled peer.
 #pragma once
 
 #include <array>

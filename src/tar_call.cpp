@@ -18,10 +18,11 @@ Clock::time_point after_us(Clock::time_point t, double us) {
 
 }  // namespace
 
-TarCall::TarCall(EngineState& state, Transport& transport, const TarRequest& request, CallStats stats,
+TarCall::TarCall(EngineState& state, TransportPath& path, const TarRequest& request, CallStats stats,
                  Clock::time_point start)
     : s_(state),
-      transport_(transport),
+      path_(path),
+      transport_(*path.transport),
       request_(request),
       probe_(request.probe),
       stats_(std::move(stats)),
@@ -44,7 +45,7 @@ CallStats TarCall::run() {
   s_.call_entered_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                            std::chrono::system_clock::now().time_since_epoch()).count();
   Status st;
-  StagingBuffer* staging = s_.staging.acquire(transport_, bounded(), s_.epoch, hard_deadline_,
+  StagingBuffer* staging = path_.staging.acquire(transport_, bounded(), s_.epoch, hard_deadline_,
                                               [this](Clock::time_point d, const std::function<bool()>& done) { return wait(d, done); }, st);
   if (!staging) return fail(st);
   begin(*staging);
@@ -144,6 +145,7 @@ void TarCall::begin(StagingBuffer& staging) {
                  (s_.options.hadamard == HadamardMode::on ||
                   (s_.options.hadamard == HadamardMode::automatic && s_.loss_budget.hadamard_active()));
   stats_.transformed = transformed_;
+  stats_.transport = path_.name;
 }
 
 void TarCall::stage_input() {
@@ -192,7 +194,7 @@ Status TarCall::send(int peer, MessageKind kind, const Extent& extent, std::uint
   const auto* payload = extent.length ? reinterpret_cast<const std::byte*>(base + extent.offset) : nullptr;
   const Lane lane = kind == MessageKind::scatter_chunk || kind == MessageKind::gather_chunk ? Lane::data : Lane::control;
   Status st = transport_.send(peer, lane, header, {payload, extent.length * sizeof(float)});
-  if (st.ok()) s_.staging.note_posted(peer);
+  if (st.ok()) path_.staging.note_posted(peer);
   return st;
 }
 
@@ -226,8 +228,10 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
       grace_set = true;
     }
     if (Clock::now() >= deadline) {
-      if (grace_set || !bounded()) break;
-      const auto later = keep_waiting_until(phase, phase_start);
+      if (!bounded()) break;
+      // What already arrived counts (a rank that was descheduled reads it only now).
+      if (drain_arrived(phase) && complete()) break;
+      const auto later = keep_waiting_until(phase, phase_start, grace_set);
       if (later <= Clock::now()) break;
       deadline = later;
     }
@@ -239,7 +243,18 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
   return {};
 }
 
-Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_point phase_start) const {
+bool TarCall::drain_arrived(std::size_t phase) {
+  auto handler = [this](const InboundMessage& m) { handle(m); };
+  bool any = false;
+  for (;;) {
+    const Status st = transport_.poll(Clock::time_point::min(), handler);
+    if (!st.ok()) return any;
+    any = true;
+    if (phase == 0) reduce_ready();
+  }
+}
+
+Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_point phase_start, bool last_slices_in) const {
   const double budget = budget_.us[phase];
   // A call that would lose more than the loss budget is not a result: over a transport that
   // delivers everything, what is missing is late, not lost, so wait for it as an exact call does.
@@ -247,9 +262,13 @@ Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_poi
   // missing chunks everybody's, so the call loses at most the budget.
   const std::uint64_t missing = phase == 0 ? s_.scatter.open_entries() : s_.gather.missing_entries();
   const double loss = request_.count ? double(s_.ledger.dropped() + missing) / double(request_.count) : 0.0;
-  if (transport_.traits().reliable && !probe_ && loss > s_.options.loss_budget / s_.ranks) return hard_deadline_;
-  // While data still comes, the network is delivering: wait until it has been quiet a while.
-  const auto quiet_until = after_us(last_arrival_, DeadlineController::quiet_gap_us(budget));
+  // (Not when faults are injected: a discarded chunk never comes. A budget of 1 allows any loss.)
+  const bool data_will_come = transport_.traits().reliable && !probe_ && !(s_.options.faults.drop > 0);
+  if (data_will_come && s_.options.loss_budget < 1 && loss > s_.options.loss_budget / s_.ranks) return hard_deadline_;
+  // While data still comes, the network is delivering: wait until it has been quiet a while
+  // (once every sender's last slices are in, only a grace: the rest is in flight or lost).
+  const double gap = last_slices_in ? DeadlineController::grace_us(budget) : DeadlineController::quiet_gap_us(budget);
+  const auto quiet_until = after_us(last_arrival_, gap);
   return std::min({quiet_until, after_us(phase_start, DeadlineController::stretch_limit_us(budget)), hard_deadline_});
 }
 
@@ -359,7 +378,7 @@ bool TarCall::agree_on_fill() {
         h.length = static_cast<std::uint32_t>(piece.size());
         EncodedHeader header = staging_->next_header();
         encode(h, header);
-        if (transport_.send(peer, Lane::control, header, piece).ok()) s_.staging.note_posted(peer);
+        if (transport_.send(peer, Lane::control, header, piece).ok()) path_.staging.note_posted(peer);
       });
     }
   // Every rank is at the end of its gather phase by now, or within a budget of it, or late
@@ -393,7 +412,7 @@ Status TarCall::finish_sends(Clock::time_point gather_deadline) {
   }
   s_.in_call = false;
   s_.note_closed(s_.epoch, Clock::now());
-  if (st.ok()) s_.staging.seal(*staging_);
+  if (st.ok()) path_.staging.seal(*staging_);
   return st;
 }
 
@@ -409,6 +428,7 @@ void TarCall::teach_deadlines(Clock::time_point scatter_start, Clock::time_point
     s_.deadlines.record_estimate(cls, s_.stamps.medians());
     return;
   }
+  if (!request_.teaches) return;
   if (stats_.kind == CallKind::calibration || stats_.kind == CallKind::fallback) s_.record_calibration(cls, stats_.phase_us);
   // Fallback calls run exactly but keep teaching the deadlines, so they are right when bounded
   // calls resume.
@@ -479,6 +499,18 @@ CallStats TarCall::fail(Status status) {
     notify_failure(silent);
   }
   s_.in_call = false;
+  if (log_enabled(LogLevel::debug)) {
+    std::string flight;
+    for (int p = 0; p < s_.ranks; ++p)
+      if (p != s_.rank) flight += " " + std::to_string(p) + ":" + std::to_string(transport_.sends_in_flight(p));
+    const TransportCounters c = transport_.counters();
+    std::string waiting;
+    for (int p = 0; p < s_.ranks; ++p)
+      if (p != s_.rank && s_.in_call && (s_.scatter.waiting_for(p) || !s_.gather.shard_complete(p))) waiting += " " + std::to_string(p);
+    OR_LOG(debug, "at the failure: sends in flight per peer%s; %llu messages sent, %llu received; data still owed by%s",
+           flight.c_str(), static_cast<unsigned long long>(c.messages_sent), static_cast<unsigned long long>(c.messages_received),
+           waiting.c_str());
+  }
   OR_LOG(debug,
          "allreduce of %llu floats (call %llu, %s) failed: %s; missing %llu gathered chunks, %s own shard, "
          "%llu messages rejected here and %llu by the transport, early store %zu",

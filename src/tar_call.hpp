@@ -7,6 +7,7 @@
 
 #include "optireduce/engine/engine_state.hpp"
 #include "optireduce/engine/inbound.hpp"
+#include "optireduce/engine/transport_path.hpp"
 
 namespace optireduce {
 
@@ -18,11 +19,14 @@ struct TarRequest {
   // A timing run of the datagram path on the data of an exact call (whose result came from the
   // bootstrap), within this budget: it teaches the deadlines and returns nothing to the caller.
   const PhaseDeadlines* probe = nullptr;
+  // Whether an exact call's phase times teach the deadlines (calibration, fallback): not when
+  // bounded calls run over another transport, which a probe then times instead.
+  bool teaches = true;
 };
 
 class TarCall {
  public:
-  TarCall(EngineState& state, Transport& transport, const TarRequest& request, CallStats stats, Clock::time_point start);
+  TarCall(EngineState& state, TransportPath& path, const TarRequest& request, CallStats stats, Clock::time_point start);
   CallStats run();
 
   // Handles one arrived message (also while the call waits for a staging buffer, before it began).
@@ -45,8 +49,10 @@ class TarCall {
   // short grace fixed at that moment.
   template <typename Complete, typename SendsToMe>
   Status run_phase(std::size_t phase, Clock::time_point phase_deadline, Complete&& complete, SendsToMe&& sends_to_me);
+  // Hands everything the transport already holds to the call; true when anything came.
+  bool drain_arrived(std::size_t phase);
   // At a phase's deadline: until when it keeps waiting (now or earlier: it closes).
-  Clock::time_point keep_waiting_until(std::size_t phase, Clock::time_point phase_start) const;
+  Clock::time_point keep_waiting_until(std::size_t phase, Clock::time_point phase_start, bool last_slices_in) const;
   void reduce_ready();
   void reduce(std::uint32_t chunk);
   void on_scatter_chunk(const Inbound& in, const InboundMessage& message);
@@ -65,6 +71,7 @@ class TarCall {
   bool peers_served() const;
 
   EngineState& s_;
+  TransportPath& path_;
   Transport& transport_;
   const TarRequest request_;
   const PhaseDeadlines* probe_;

@@ -163,7 +163,7 @@ TEST(Engine, CreationFailsOnEveryRankWhenOneRankHasNoTransport) {
   for (int r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] {
       auto transport = r == 1 ? nullptr : std::make_unique<InProcTransport>(fabric, r);
-      engines[r] = Engine::create(r, ranks, std::move(transport), std::make_unique<InProcBootstrap>(fabric, r), {},
+      engines[r] = Engine::create(r, ranks, std::move(transport), nullptr, std::make_unique<InProcBootstrap>(fabric, r), {},
                                   errors[r]);
     });
   for (auto& t : threads) t.join();

@@ -66,7 +66,7 @@ InProcJob start_inproc_job(int ranks, const EngineOptions& options) {
   for (int r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] {
       Status status;
-      job.engines[r] = Engine::create(r, ranks, std::make_unique<InProcTransport>(job.fabric, r),
+      job.engines[r] = Engine::create(r, ranks, std::make_unique<InProcTransport>(job.fabric, r), nullptr,
                                       std::make_unique<InProcBootstrap>(job.fabric, r), options, status);
     });
   for (auto& t : threads) t.join();
