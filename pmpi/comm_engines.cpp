@@ -76,7 +76,8 @@ Engine* comm_engine(CommState& state, const Config& config) {
   // Per communicator: whether a core is free depends on how many of its ranks share this host.
   const bool overlap = config.hadamard != HadamardMode::off &&
                        (config.hadamard_overlap == 1 || (config.hadamard_overlap == 2 && core_free_for_worker(state.comm)));
-  const EngineOptions options = engine_options(config, overlap);
+  EngineOptions options = engine_options(config, overlap);
+  options.bounded_calls = state.mode.value_or(config.mode) == Mode::bounded;
   Status status;
   state.engine = Engine::create(rank, size, std::make_unique<MpiBootstrap>(state.comm), options, status);
   if (state.engine) {

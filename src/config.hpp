@@ -21,7 +21,7 @@ const char* to_string(Mode mode);
 
 struct Config {
   Mode mode = Mode::bounded;
-  TransportKind transport = TransportKind::ucx;
+  TransportKind transport = TransportKind::automatic;
   std::uint64_t min_bytes = defaults::kMinBytes;
   std::uint64_t chunk_bytes = defaults::kChunkBytes;
   std::uint64_t timeout_ms = defaults::kTimeoutMs;

@@ -183,11 +183,13 @@ const std::vector<Parameter>& fault_parameters() {
 
 const std::vector<Parameter>& transport_parameters() {
   static const std::vector<Parameter> table = {
-      {{"OPTIREDUCE_TRANSPORT", "ucx", "ucx, udp, ofi",
-        "transport of the engine: ucx (reliable; bounded calls give up at their deadline), udp (kernel UDP "
-        "datagrams: unreliable, never retransmits; exact and calibration calls use PMPI_Allreduce) or ofi "
-        "(libfabric datagram endpoints, for verbs UD or EFA)"},
-       choice(&Config::transport, {{"ucx", TransportKind::ucx}, {"udp", TransportKind::udp}, {"ofi", TransportKind::ofi}})},
+      {{"OPTIREDUCE_TRANSPORT", "auto", "auto, ucx, udp, ofi",
+        "what carries bounded calls (exact ones always go over UCX): auto: kernel UDP datagrams when the "
+        "communicator's ranks are on more than one host (host names differ), UCX within one host; udp or ofi "
+        "(libfabric datagram endpoints, for verbs UD or EFA): always; ucx: UCX for every call. Datagrams are "
+        "unreliable and never retransmitted: what is late is compensated"},
+       choice(&Config::transport, {{"auto", TransportKind::automatic}, {"ucx", TransportKind::ucx},
+                                   {"udp", TransportKind::udp}, {"ofi", TransportKind::ofi}})},
       {{"OPTIREDUCE_UDP_IFACE", "(auto)", "a network interface name, e.g. eth0",
         "udp transport: the interface; auto: loopback when every rank of the communicator shares one network "
         "namespace, otherwise the interface whose subnet holds the peers' addresses"},

@@ -48,7 +48,10 @@ struct EngineOptions {
   // same either way). The caller decides, once, from the host (hadamard_pipeline.hpp).
   bool hadamard_overlap = false;
   FaultOptions faults;
-  TransportKind transport = TransportKind::ucx;
+  TransportKind transport = TransportKind::automatic;
+  // The communicator's calls may be bounded (its mode at creation): only then is a datagram
+  // transport started beside UCX.
+  bool bounded_calls = true;
   TransportSettings transport_settings;
 };
 

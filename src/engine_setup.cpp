@@ -88,7 +88,7 @@ std::unique_ptr<Engine> Engine::create(int rank, int ranks, std::unique_ptr<Boot
   const auto names = bootstrap->allgather({reinterpret_cast<const std::byte*>(mine.data()), mine.size()});
   bool one_host = true;
   for (const auto& n : names) one_host = one_host && std::string(reinterpret_cast<const char*>(n.data()), n.size()) == mine;
-  const std::string bounded = bounded_module(options.transport, one_host);
+  const std::string bounded = options.bounded_calls ? bounded_module(options.transport, one_host) : std::string();
   auto exact = make("ucx", options);
   return create(rank, ranks, std::move(exact), bounded.empty() ? nullptr : make(bounded, options), std::move(bootstrap),
                 options, status);

@@ -9,7 +9,7 @@ TEST(Config, DefaultsWhenNothingIsSet) {
   auto r = parse_config({{"PATH", "/bin"}, {"UCX_TLS", "tcp"}});
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_EQ(r.config.mode, Mode::bounded);
-  EXPECT_EQ(r.config.transport, TransportKind::ucx);
+  EXPECT_EQ(r.config.transport, TransportKind::automatic);
   EXPECT_EQ(r.config.min_bytes, 1u << 20);
   EXPECT_EQ(r.config.chunk_bytes, 256u << 10);
   EXPECT_EQ(r.config.timeout_ms, 60000u);
