@@ -21,6 +21,7 @@ struct CallStats {
   std::uint64_t filled_entries = 0;   // of those, all-gather entries this rank had to fill in
   bool transformed = false;           // ran in the Hadamard domain
   bool fill_agreed = false;           // every rank's missing chunks were known here: same fill
+  bool cut = false;                   // a phase closed at its deadline or grace before all its data was in
   double latency_us = 0;
   PhaseTimes deadline_us{};  // budget of each phase (0 for exact calls)
   PhaseTimes phase_us{};     // time each phase took

@@ -94,6 +94,7 @@ Status TarCall::run_scatter_reduce(Clock::time_point scatter_start) {
   if (!s_.scatter.complete()) {
     if (!bounded()) return Timeout("the scatter-reduce did not complete");
     scatter_closed_ = Clock::now();
+    stats_.cut = true;
     for (std::uint32_t c : s_.scatter.open_chunks()) reduce(c);
   }
   stats_.phase_us[0] = us_since(scatter_start);
@@ -104,6 +105,7 @@ Status TarCall::run_all_gather(Clock::time_point gather_start, Clock::time_point
   OR_RETURN_IF_ERROR(run_phase(1, gather_deadline, [&] { return s_.gather.complete(); },
                                [&](int p) { return s_.layout.chunks_in_shard(p) > 0; }));
   if (!s_.gather.complete() && !bounded()) return Timeout("the all-gather did not complete");
+  if (!s_.gather.complete()) stats_.cut = true;
   if (bounded() && !probe_ && s_.ranks > 1 && s_.options.agree_fill && s_.options.fill == FillPolicy::zero) {
     stats_.fill_agreed = agree_on_fill();
     if (!stats_.fill_agreed) ++s_.agreed.fill_agreement_incomplete;

@@ -346,6 +346,7 @@ Examples:
   optireduce-run --mpi-flavor mpich -- srun -n 4 ./train
   optireduce-run --dry-run -- mpirun -np 4 ./train
 )");
+  optireduce::tools::add_version_flag(app);
   optireduce::tools::use_single_line_errors(app);
   try {
     app.parse(argc, argv);
