@@ -190,7 +190,7 @@ bool had_cost(const std::vector<RankFigures>& ranks) {
 
 std::string render_cost_line(const std::vector<RankFigures>& ranks) {
   const RankFigures t = job_figures(ranks);
-  const std::string share = formatted("%.2g", t.entries > 0 ? 100.0 * t.dropped / t.entries : 0.0);
+  const std::string share = formatted("%.3g", t.entries > 0 ? 100.0 * t.dropped / t.entries : 0.0);
   std::ostringstream o;
   o << "optireduce: " << count_text(t.calls) << " allreduce calls over " << ranks.size() << " ranks ("
     << count_text(t.intercepted) << " through the engine, " << count_text(t.bounded) << " bounded, " << count_text(t.cut)
