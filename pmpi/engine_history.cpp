@@ -15,6 +15,7 @@ void EngineHistory::add(const Engine& e) {
   late.messages += e.late_arrivals().messages;
   late.bytes += e.late_arrivals().bytes;
   late.wait_us += e.late_arrivals().wait_us;
+  late.call_wait_us += e.late_arrivals().call_wait_us;
   const RejectCounts& r = e.rejects();
   const TransportCounters t = e.transport_counters();
   const std::pair<const char*, std::uint64_t> reasons[] = {

@@ -127,10 +127,12 @@ std::string open_outputs(const Config& config, int rank) {
   auto problem = [](const char* variable, const std::string& value, const std::string& why) {
     return std::string(variable) + "=\"" + value + "\" is not writable: " + why + "; accepted: a writable file path";
   };
-  if (!config.trace_path.empty()) {
+  // The trace is opened, never tried: a try creates and removes the file, which would remove the
+  // one another rank has just opened.
+  if (!config.trace_path.empty() && !g_trace.open(config.trace_path)) {
+    const int error = errno;
     std::string why = output_path_problem(config.trace_path);
-    if (why.empty() && !g_trace.open(config.trace_path)) why = std::strerror(errno);
-    if (!why.empty()) return problem("OPTIREDUCE_TRACE", config.trace_path, why);
+    return problem("OPTIREDUCE_TRACE", config.trace_path, why.empty() ? std::strerror(error) : why);
   }
   if (rank == 0 && !config.report_path.empty())
     if (std::string why = output_path_problem(config.report_path); !why.empty())

@@ -110,7 +110,7 @@ std::string render_rank(const RankReport& r) {
     << ", \"bounded_calls\": " << s.bounded_calls << ", \"cut_calls\": " << s.cut_calls
     << ", \"fallback_calls\": " << s.fallback_calls << ", \"deadline_us\": " << quantiles(s.deadline_us)
     << ", \"late_arrivals\": {\"messages\": " << r.late.messages << ", \"bytes\": " << r.late.bytes
-    << ", \"wait_us\": " << number(r.late.wait_us) << "}"
+    << ", \"wait_us\": " << number(r.late.wait_us) << ", \"call_wait_us\": " << number(r.late.call_wait_us) << "}"
     << ", \"divergent_calls\": " << r.divergent_calls << ", \"fallbacks\": " << r.fallbacks
     << ", \"injected_drops\": " << r.injected_drops << ", \"fill_agreement_incomplete\": " << r.fill_agreement_incomplete
     << ", \"engines_created\": " << s.engines_created << ", \"engine_failures\": " << s.engine_failures
@@ -152,7 +152,7 @@ RankFigures figures_of(const RankReport& r) {
   f.fallbacks = double(r.fallbacks);
   f.divergent = double(r.divergent_calls);
   f.late_messages = double(r.late.messages);
-  f.late_wait_us = r.late.wait_us;
+  f.late_wait_us = r.late.call_wait_us;
   return f;
 }
 

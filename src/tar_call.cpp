@@ -285,9 +285,8 @@ void TarCall::on_scatter_chunk(const Inbound& in, const InboundMessage& message)
     case Accepted::duplicate: ++s_.rejects.duplicate; break;
     case Accepted::closed:
       ++s_.rejects.stale;
-      s_.late.wait_us += std::chrono::duration<double, std::micro>(message.arrived - scatter_closed_).count();
-      ++s_.late.messages;
-      s_.late.bytes += message.payload_size;
+      s_.late.add(s_.epoch, std::chrono::duration<double, std::micro>(message.arrived - scatter_closed_).count(),
+                  message.payload_size);
       break;
     case Accepted::taken:
     case Accepted::unreadable: break;

@@ -51,7 +51,7 @@ def compare(fields, report):
         fail(f"calls, ranks, engine, bounded, cut, dropped, entries, fallbacks, divergent: the line says {counts}, "
              f"the report {want}")
     close(microseconds(fields[5]), sum(sum(r["time_in_allreduce_us"].values()) for r in ranks), "time in allreduce")
-    close(microseconds(fields[10]), sum(r["late_arrivals"]["wait_us"] for r in ranks), "wait saved")
+    close(microseconds(fields[10]), sum(r["late_arrivals"]["call_wait_us"] for r in ranks), "wait saved")
     close(float(fields[11]), 100 * want[5] / want[6] if want[6] else 0.0, "share of entries")
     return counts
 

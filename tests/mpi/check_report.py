@@ -82,8 +82,11 @@ def check_new_fields(entry, where, args):
     if not 0 <= entry.get("cut_calls", -1) <= entry.get("bounded_calls", 0):
         fail(f"{where}: cut_calls is {entry.get('cut_calls')!r}, expected 0 to bounded_calls {entry.get('bounded_calls')}")
     late = entry.get("late_arrivals")
-    if not isinstance(late, dict) or not all(number(late.get(k)) and late[k] >= 0 for k in ("messages", "bytes", "wait_us")):
-        fail(f"{where}: late_arrivals is {late!r}, expected non-negative messages, bytes, wait_us")
+    if not isinstance(late, dict) or not all(number(late.get(k)) and late[k] >= 0 for k in ("messages", "bytes", "wait_us",
+                                                                                     "call_wait_us")):
+        fail(f"{where}: late_arrivals is {late!r}, expected non-negative messages, bytes, wait_us, call_wait_us")
+    if late["call_wait_us"] > late["wait_us"] * (1 + 1e-9):
+        fail(f"{where}: late_arrivals {late!r}: the wait per call exceeds the sum over messages")
 
 
 def check_top(report, args):

@@ -93,7 +93,7 @@ def check_cost_columns(text, rows, ranks, args):
         row = rows.get("all" if r is None else str(r["rank"]), [])
         want = [str(sum(x["cut_calls"] for x in group)),
                 seconds(sum(sum(x["time_in_allreduce_us"].values()) for x in group)),
-                seconds(sum(x["late_arrivals"]["wait_us"] for x in group))]
+                seconds(sum(x["late_arrivals"]["call_wait_us"] for x in group))]
         check(row[12:15] == want, f"{'all' if r is None else 'rank ' + str(r['rank'])}: cut, time_s, late_wait_s "
               f"{row[12:15]} == {want}")
     classes = table_rows(text, "size_class")
@@ -113,7 +113,7 @@ def check_cost_columns(text, rows, ranks, args):
     line = " ".join(f"{k}={n}" for k, n in sorted(reasons.items()) if n) or "none"
     check(f"passthrough by reason: {line}" in text, f"passthrough by reason: {line}")
     dropped = sum(r["entries_dropped"] for r in ranks)
-    cost = (f"cost: deadlines saved {seconds(sum(r['late_arrivals']['wait_us'] for r in ranks))} s of waiting, cost "
+    cost = (f"cost: deadlines saved {seconds(sum(r['late_arrivals']['call_wait_us'] for r in ranks))} s of waiting, cost "
             f"{100 * dropped / (args.ranks * args.calls * args.entries):.4f} % of entries")
     check(cost in text, cost)
 

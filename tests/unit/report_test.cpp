@@ -62,6 +62,18 @@ TEST(Report, EverySettingInTheReportWithItsEffectiveValue) {
   EXPECT_NE(json.find("\"config_from_environment\": [\"min_bytes\", \"fault_drop\"]"), std::string::npos) << json;
 }
 
+TEST(Report, WaitSavedCountsEachCallOnceByItsLatestData) {
+  LateArrivals late;
+  late.add(7, 10, 100);  // call 7: three messages late by 10, 30 and 20 us: the call would have waited 30
+  late.add(7, 30, 100);
+  late.add(7, 20, 100);
+  late.add(9, 5, 50);    // call 9: 5 us
+  EXPECT_EQ(late.messages, 4u);
+  EXPECT_EQ(late.bytes, 350u);
+  EXPECT_DOUBLE_EQ(late.wait_us, 65);
+  EXPECT_DOUBLE_EQ(late.call_wait_us, 35);
+}
+
 TEST(Report, OutputPathProblems) {
   const auto dir = std::filesystem::temp_directory_path() / ("optireduce_report_test_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);

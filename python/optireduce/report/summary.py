@@ -44,7 +44,7 @@ def _time_us(entry):
 
 def _late_us(entry):
     late = entry.get("late_arrivals")
-    return late.get("wait_us", 0) if isinstance(late, dict) else 0
+    return late.get("call_wait_us", 0) if isinstance(late, dict) else 0
 
 
 def byte_text(n):
@@ -95,7 +95,8 @@ def report_table(report):
              "config: " + " ".join(f"{k}={v}" for k, v in report.config.items()),
              _table(header, rows),
              "(row all: sums; latency and deadline of the worst rank; cut: bounded calls a deadline closed before "
-             "all data was in; late_wait_s: how late the data came that arrived after its call closed)",
+             "all data was in; late_wait_s: the wait the deadlines saved, per call how late the last of its data came "
+             "that arrived after it closed)",
              _cost(ranks)]
     lines += _size_class_table(ranks) + _reasons(ranks)
     lines += _other_fields(ranks)
