@@ -261,7 +261,10 @@ void TarCall::handle(const InboundMessage& message) {
     case InboundKind::foreign: ++s_.rejects.foreign; return;
     case InboundKind::stale:
       ++s_.rejects.stale;
-      s_.note_late(in.header.epoch, message.arrived, message.payload_size);
+      // Only data counts as what the deadline did not wait for; control messages (the second
+      // copy of a missing list, a done) come after a call by design.
+      if (in.header.kind == MessageKind::scatter_chunk || in.header.kind == MessageKind::gather_chunk)
+        s_.note_late(in.header.epoch, message.arrived, message.payload_size);
       return;
     case InboundKind::misplaced: ++s_.rejects.misplaced; return;
     case InboundKind::ignored: return;
