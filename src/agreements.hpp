@@ -29,10 +29,13 @@ class LossBudgetAgreement {
   bool hadamard_active() const { return hadamard_active_; }
 
  private:
+  // One rank's window: its figures, then the fill hash of each of its calls. Calls whose hashes
+  // differ between ranks left replicas different: that is the divergence count, measured.
   struct Figures {
-    std::uint64_t entries, dropped, filled_calls;  // filled_calls: bit k = call k filled alone
+    std::uint64_t entries, dropped;
     double worst_call_loss;
   };
+  std::vector<std::byte> window_blob() const;
   void decide(const std::vector<std::vector<std::byte>>& all, std::uint64_t calls, AgreedCounts& agreed);
 
   const EngineOptions& options_;
@@ -42,6 +45,7 @@ class LossBudgetAgreement {
   bool pending_ = false;  // an all-gather was started and not yet finished
   bool hadamard_active_ = false;
   Figures window_{};
+  std::vector<std::uint64_t> fill_hashes_;
 };
 
 // At the call that completes a (re)calibration of a size class (the same call on every rank:

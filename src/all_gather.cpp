@@ -29,6 +29,15 @@ Accepted AllGather::accept(int owner, std::uint32_t chunk, const InboundMessage&
   return Accepted::taken;
 }
 
+std::uint64_t AllGather::missing_entries() const {
+  std::uint64_t entries = 0;
+  for (int p = 0; p < layout_.ranks(); ++p)
+    if (p != rank_ && pending_[p])
+      for (std::uint32_t c = 0; c < layout_.chunks_in_shard(p); ++c)
+        if (!seen_[index(p, c)]) entries += layout_.chunk(p, c).length;
+  return entries;
+}
+
 void AllGather::fill_missing(float* target, FillPolicy policy, const float* own_input, LossLedger& ledger) {
   for (int p = 0; p < layout_.ranks(); ++p) {
     if (p == rank_) continue;

@@ -29,6 +29,8 @@ class AllGather {
   void fill_missing(float* target, FillPolicy policy, const float* own_input, LossLedger& ledger);
 
   bool complete() const { return remaining_ == 0; }
+  // Entries of the chunks that have not come (they are filled if the phase closes now).
+  std::uint64_t missing_entries() const;
   std::uint64_t remaining() const { return remaining_; }
   bool shard_complete(int owner) const { return pending_[owner] == 0; }
   double received_fraction() const { return expected_ ? double(expected_ - remaining_) / double(expected_) : 1.0; }

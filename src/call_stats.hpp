@@ -23,6 +23,7 @@ struct CallStats {
   bool transformed = false;           // ran in the Hadamard domain
   bool fill_agreed = false;           // every rank's missing chunks were known here: same fill
   bool cut = false;                   // a phase closed at its deadline or grace before all its data was in
+  std::uint64_t fill_hash = 0;        // which chunks this rank filled (loss_ledger.hpp)
   double latency_us = 0;
   PhaseTimes deadline_us{};  // budget of each phase (0 for exact calls)
   PhaseTimes phase_us{};     // time each phase took

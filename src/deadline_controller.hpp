@@ -77,6 +77,11 @@ class DeadlineController {
   // Once every sender's last slice of a phase is in, the phase waits at most this for
   // stragglers still in flight (datagrams can arrive out of order), then closes.
   static double grace_us(double phase_budget_us) { return kGraceShare * phase_budget_us; }
+  // At a phase's deadline the phase keeps waiting while data still comes: it closes once nothing
+  // arrived for this long (a busy CPU delays data; only a quiet network has lost it), and at the
+  // latest at stretch_limit.
+  static double quiet_gap_us(double phase_budget_us) { return std::max(kQuietFloorUs, kQuietShare * phase_budget_us); }
+  static double stretch_limit_us(double phase_budget_us) { return kMaxStretch * phase_budget_us + quiet_gap_us(phase_budget_us); }
   // How long a bounded call waits for the other ranks' lists of missing chunks. A peer still
   // waiting out its own all-gather deadline sends its list up to a whole budget after this
   // rank's phase ended; giving up earlier leaves replicas different.
@@ -99,6 +104,11 @@ class DeadlineController {
 
  private:
   static constexpr double kGraceShare = 0.05;
+  // Longer than a scheduler's time slice on an oversubscribed node: a peer that was descheduled
+  // is not a lost message.
+  static constexpr double kQuietFloorUs = 10000;
+  static constexpr double kQuietShare = 0.25;
+  static constexpr double kMaxStretch = 4.0;
   static constexpr double kAgreeMinUs = 500;
   static constexpr double kProbeBudgetFactor = 4.0;
   static constexpr double kDrainBeforeExactUs = 20000;

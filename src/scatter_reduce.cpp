@@ -51,11 +51,12 @@ ReducedChunk ScatterReduce::reduce(std::uint32_t chunk, float* own) {
   const Extent e = layout_.chunk(rank_, chunk);
   const std::uint64_t rel = e.offset - layout_.shard_begin(rank_);
   float* acc_base = own + e.offset;
-  const auto contributors = 1 + static_cast<int>(contributors_[chunk]);
-  const bool partial = contributors < ranks_;
+  const bool partial = 1 + static_cast<int>(contributors_[chunk]) < ranks_;
   auto has = [&](int p) { return p == rank_ || seen_[static_cast<std::size_t>(p) * chunks_ + chunk]; };
-  // A chunk held from k of N contributors is scaled by N/k: unbiased for the sum.
-  const float scale = partial ? static_cast<float>(ranks_) / static_cast<float>(contributors) : 1.0f;
+  // A chunk held from k of N contributors is the sum of those k: a missing contribution counts
+  // as zero. Scaling by N/k would be unbiased, but with mixed signs it amplifies what is left
+  // (a +x whose -x partner is missing comes back N/k times); dropping never errs by more than
+  // the missing data itself.
   constexpr std::uint32_t kBlock = 1024;
   float acc[kBlock];
   for (std::uint32_t b = 0; b < e.length; b += kBlock) {
@@ -69,8 +70,6 @@ ReducedChunk ScatterReduce::reduce(std::uint32_t chunk, float* own) {
         for (std::uint32_t i = 0; i < n; ++i) acc[i] += src[i];
       first = false;
     }
-    if (partial)
-      for (std::uint32_t i = 0; i < n; ++i) acc[i] *= scale;
     std::memcpy(acc_base + b, acc, n * sizeof(float));
   }
   closed_[chunk] = 1;
@@ -78,6 +77,13 @@ ReducedChunk ScatterReduce::reduce(std::uint32_t chunk, float* own) {
   // Chunks are reduced in the order their contributions complete, so "last" are the last ones
   // reduced, not the highest indices.
   return {e, partial, reduced_ + last_slices_ > chunks_};
+}
+
+std::uint64_t ScatterReduce::open_entries() const {
+  std::uint64_t entries = 0;
+  for (std::uint32_t c = 0; c < chunks_; ++c)
+    if (!closed_[c] && contributors_[c] + 1 < static_cast<std::uint32_t>(ranks_)) entries += layout_.chunk(rank_, c).length;
+  return entries;
 }
 
 bool ScatterReduce::waiting_for(int source) const {

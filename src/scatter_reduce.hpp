@@ -16,7 +16,7 @@ enum class Accepted { taken, duplicate, closed, unreadable };
 
 struct ReducedChunk {
   Extent extent;
-  bool partial = false;   // reduced without every contribution (and scaled)
+  bool partial = false;   // reduced without every contribution
   bool last = false;      // among the last `last_slices` reduced: flagged so receivers can close early
 };
 
@@ -29,10 +29,12 @@ class ScatterReduce {
   // A chunk whose contributions are all in, if any.
   std::optional<std::uint32_t> next_ready();
   // Sums chunk `chunk` by source rank (never arrival order, so results do not change from run
-  // to run) into `own` (the staged own shard), scaling a partial chunk; closes the chunk.
+  // to run) into `own` (the staged own shard), over the contributions it has; closes the chunk.
   ReducedChunk reduce(std::uint32_t chunk, float* own);
   // The chunks still open (the deadline closes them with what they have).
   std::vector<std::uint32_t> open_chunks() const;
+  // Entries of the own shard still lacking a contribution (they are dropped if closed now).
+  std::uint64_t open_entries() const;
   // Whether `source` still owes a contribution to an open chunk.
   bool waiting_for(int source) const;
 

@@ -65,6 +65,7 @@ CallStats TarCall::run() {
   if (!probe_) {
     stats_.dropped_entries = s_.ledger.dropped();
     stats_.filled_entries = s_.ledger.filled();
+    stats_.fill_hash = s_.ledger.fill_hash();
   }
   stats_.latency_us = us_since(start_);
   return stats_;
@@ -217,6 +218,7 @@ Status TarCall::send_scatter() {
 
 template <typename Complete, typename SendsToMe>
 Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, Complete&& complete, SendsToMe&& sends_to_me) {
+  const auto phase_start = Clock::now();
   auto deadline = std::min(phase_deadline, hard_deadline_);
   bool grace_set = false;
   auto handler = [this](const InboundMessage& m) { handle(m); };
@@ -225,13 +227,32 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
       deadline = std::min(deadline, after_us(Clock::now(), DeadlineController::grace_us(budget_.us[phase])));
       grace_set = true;
     }
-    if (Clock::now() >= deadline) break;
+    if (Clock::now() >= deadline) {
+      if (grace_set || !bounded()) break;
+      const auto later = keep_waiting_until(phase, phase_start);
+      if (later <= Clock::now()) break;
+      deadline = later;
+    }
     if (!s_.peer_failure.ok()) return s_.peer_failure;
     Status st = transport_.poll(deadline, handler);
     if (!st.ok() && st.code() != StatusCode::timeout) return st;
     if (phase == 0) reduce_ready();
   }
   return {};
+}
+
+Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_point phase_start) const {
+  const double budget = budget_.us[phase];
+  // A call that would lose more than the loss budget is not a result: over a transport that
+  // delivers everything, what is missing is late, not lost, so wait for it as an exact call does.
+  // Each rank holds its own loss to a share of the budget: the fill agreement makes every rank's
+  // missing chunks everybody's, so the call loses at most the budget.
+  const std::uint64_t missing = phase == 0 ? s_.scatter.open_entries() : s_.gather.missing_entries();
+  const double loss = request_.count ? double(s_.ledger.dropped() + missing) / double(request_.count) : 0.0;
+  if (transport_.traits().reliable && !probe_ && loss > s_.options.loss_budget / s_.ranks) return hard_deadline_;
+  // While data still comes, the network is delivering: wait until it has been quiet a while.
+  const auto quiet_until = after_us(last_arrival_, DeadlineController::quiet_gap_us(budget));
+  return std::min({quiet_until, after_us(phase_start, DeadlineController::stretch_limit_us(budget)), hard_deadline_});
 }
 
 void TarCall::reduce_ready() {
@@ -291,7 +312,7 @@ void TarCall::on_scatter_chunk(const Inbound& in, const InboundMessage& message)
       s_.late.add(s_.epoch, std::chrono::duration<double, std::micro>(message.arrived - scatter_closed_).count(),
                   message.payload_size);
       break;
-    case Accepted::taken:
+    case Accepted::taken: last_arrival_ = message.arrived; break;
     case Accepted::unreadable: break;
   }
 }
@@ -309,6 +330,7 @@ void TarCall::on_gather_chunk(const Inbound& in, const InboundMessage& message) 
   // rank's encode of that shard is done.
   if (transformed_) s_.hadamard.await_encoded(owner);
   if (s_.gather.accept(owner, in.chunk, message, gather_target()) != Accepted::taken) return;
+  last_arrival_ = message.arrived;
   if (transformed_ && s_.gather.shard_complete(owner)) s_.hadamard.shard_final(owner);
   if (in.header.partial()) s_.ledger.drop(s_.ledger.global_chunk(owner, in.chunk), in.header.length);
 }
@@ -324,7 +346,8 @@ void TarCall::on_missing_list(const Inbound& in, const InboundMessage& message) 
 }
 
 bool TarCall::agree_on_fill() {
-  s_.fill.build_own_list(s_.gather, s_.ledger, s_.rank, staging_->missing);
+  const bool impose = double(s_.gather.missing_entries()) <= s_.options.loss_budget * double(request_.count);
+  s_.fill.build_own_list(s_.gather, s_.ledger, s_.rank, impose, staging_->missing);
   const auto& mine = staging_->missing;
   for (int copy = 0; copy < FillAgreement::kCopies; ++copy)
     for (int k = 1; k < s_.ranks; ++k) {

@@ -45,6 +45,8 @@ class TarCall {
   // short grace fixed at that moment.
   template <typename Complete, typename SendsToMe>
   Status run_phase(std::size_t phase, Clock::time_point phase_deadline, Complete&& complete, SendsToMe&& sends_to_me);
+  // At a phase's deadline: until when it keeps waiting (now or earlier: it closes).
+  Clock::time_point keep_waiting_until(std::size_t phase, Clock::time_point phase_start) const;
   void reduce_ready();
   void reduce(std::uint32_t chunk);
   void on_scatter_chunk(const Inbound& in, const InboundMessage& message);
@@ -74,7 +76,8 @@ class TarCall {
   bool transformed_ = false;
   std::uint32_t last_slices_ = 1;
   PhaseDeadlines budget_;
-  Clock::time_point scatter_closed_{};  // when the deadline closed the scatter-reduce (bounded)
+  Clock::time_point scatter_closed_{};
+  Clock::time_point last_arrival_ = Clock::now();  // of any chunk of this call  // when the deadline closed the scatter-reduce (bounded)
 };
 
 }  // namespace optireduce

@@ -40,7 +40,7 @@ TEST(ScatterReduce, SumsInRankOrderWhateverTheArrivalOrder) {
   EXPECT_EQ(results[0][0], (1e8f + 1.0f) + -1e8f);
 }
 
-TEST(ScatterReduce, APartialChunkIsScaledAndLateDataIsRefused) {
+TEST(ScatterReduce, APartialChunkSumsWhatCameAndLateDataIsRefused) {
   const ShardLayout layout(8, 4, 2);  // shards of 2: one chunk each
   ScatterReduce phase;
   phase.begin(layout, 0, 1);
@@ -51,7 +51,7 @@ TEST(ScatterReduce, APartialChunkIsScaledAndLateDataIsRefused) {
   ASSERT_EQ(phase.open_chunks(), std::vector<std::uint32_t>{0});
   const ReducedChunk r = phase.reduce(0, own.data());  // the deadline: 2 of 4 contributions
   EXPECT_TRUE(r.partial);
-  EXPECT_FLOAT_EQ(own[0], (1.0f + 2.0f) * 4 / 2);
+  EXPECT_FLOAT_EQ(own[0], 1.0f + 2.0f) << "the missing contributions count as zero, never scaled up";
   EXPECT_EQ(phase.accept(2, 0, holding({5.0f, 5.0f})), Accepted::closed);
   EXPECT_DOUBLE_EQ(phase.received_fraction(), 1.0 / 3);
 }
