@@ -5,7 +5,7 @@ import math
 _REPORT_SHOWN = {"rank", "host", "intercepted_calls", "passthrough_calls", "bounded_calls", "fallback_calls",
                  "bytes_reduced", "entries_reduced", "entries_dropped", "dropped_fraction", "latency_us",
                  "deadline_us", "divergent_calls", "topology", "transports", "cut_calls", "time_in_allreduce_us",
-                 "late_arrivals", "passthrough_by_reason", "size_classes"}
+                 "late_arrivals", "passthrough_by_reason"}
 
 
 def percentile(values, q):
@@ -111,13 +111,18 @@ def _cost(ranks):
             f"{_pct(dropped, entries)} % of entries")
 
 
+def _known_size_classes(entry):
+    classes = entry.get("size_classes")
+    return isinstance(classes, list) and all(isinstance(c, dict) and isinstance(c.get("bytes_from"), int)
+                                             for c in classes)
+
+
 def _size_class_table(ranks):
     """Engine calls per size class: calls and cut calls summed, latency of the worst rank."""
     classes = {}
     for r in ranks:
-        for c in r.get("size_classes") or []:
-            if isinstance(c, dict) and isinstance(c.get("bytes_from"), int):
-                classes.setdefault(c["bytes_from"], []).append(c)
+        for c in r.get("size_classes") if _known_size_classes(r) else []:
+            classes.setdefault(c["bytes_from"], []).append(c)
     if not classes:
         return []
     rows = []
@@ -143,8 +148,9 @@ def _reasons(ranks):
 def _other_fields(ranks):
     """Everything the table does not show, summed (numbers) or listed (the rest) over the ranks."""
     names = []
+    shown = _REPORT_SHOWN | ({"size_classes"} if all(_known_size_classes(r) for r in ranks) else set())
     for r in ranks:
-        names += [k for k in r if k not in _REPORT_SHOWN and k not in names]
+        names += [k for k in r if k not in shown and k not in names]
     lines = []
     for name in names:
         values = [r[name] for r in ranks if name in r]
