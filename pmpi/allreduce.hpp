@@ -3,20 +3,43 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
+
+#include "optireduce/engine/stats.hpp"
 
 namespace optireduce::pmpi {
 
-// True when the call must run through the engine. Decides identically on every rank: it reads
-// only arguments MPI requires to match across ranks and settings agreed at MPI_Init.
-bool eligible(const void* sendbuf, const void* recvbuf, std::int64_t count, MPI_Datatype datatype, MPI_Op op,
-              MPI_Comm comm);
+// Why the call must go to PMPI_Allreduce (nullopt: it may run through the engine). Decides
+// identically on every rank: it reads only arguments MPI requires to match across ranks and
+// settings agreed at MPI_Init.
+std::optional<PassReason> ineligible(const void* sendbuf, const void* recvbuf, std::int64_t count, MPI_Datatype datatype,
+                                     MPI_Op op, MPI_Comm comm);
 
-// Runs an eligible call through the communicator's engine. Returns false when the communicator
-// has no engine (creation failed on some rank), in which case the caller forwards to PMPI; else
-// sets *result to the MPI return code.
-bool run_engine(const void* sendbuf, void* recvbuf, std::int64_t count, MPI_Comm comm, int* result);
+// Runs an eligible call through the communicator's engine and sets *result to the MPI return
+// code; or returns why the call goes to PMPI instead (mode off, no engine, a failed engine, a
+// device buffer on some rank), the same on every rank.
+std::optional<PassReason> run_engine(const void* sendbuf, void* recvbuf, std::int64_t count, MPI_Comm comm, int* result);
 
-void count_passthrough();
+// Both, for a call of an initialised library that is not nested in a Fortran wrapper.
+inline std::optional<PassReason> try_engine(const void* sendbuf, void* recvbuf, std::int64_t count, MPI_Datatype datatype,
+                                            MPI_Op op, MPI_Comm comm, int* result) {
+  if (auto why = ineligible(sendbuf, recvbuf, count, datatype, op, comm)) return why;
+  return run_engine(sendbuf, recvbuf, count, comm, result);
+}
+
+// Runs `forward` (the MPI's own call) and counts it as passed through for `why`, with its time.
+template <typename Forward>
+auto pass_through(PassReason why, Forward&& forward) {
+  const auto start = std::chrono::steady_clock::now();
+  auto rc = forward();
+  ProcessStats::instance().record_passthrough(
+      why, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+  return rc;
+}
+
+// A non-blocking call (MPI_Iallreduce): never run by the engine, only counted.
+void count_nonblocking();
 
 }  // namespace optireduce::pmpi

@@ -12,6 +12,10 @@ void EngineHistory::add(const Engine& e) {
   injected_drops += e.agreed().injected_drops;
   fill_agreement_incomplete += e.agreed().fill_agreement_incomplete;
   transports.insert(e.transport_description());
+  late.messages += e.late_arrivals().messages;
+  late.bytes += e.late_arrivals().bytes;
+  late.wait_us += e.late_arrivals().wait_us;
+  late.call_wait_us += e.late_arrivals().call_wait_us;
   const RejectCounts& r = e.rejects();
   const TransportCounters t = e.transport_counters();
   const std::pair<const char*, std::uint64_t> reasons[] = {

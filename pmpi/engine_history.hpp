@@ -20,6 +20,7 @@ struct EngineHistory {
   unsigned long long injected_drops = 0;
   unsigned long long fill_agreement_incomplete = 0;
   std::set<std::string> transports;
+  LateArrivals late;  // what the deadlines did not wait for, summed over engines
   // Rejected messages by reason (the engine's and the transport's), and the transports' own
   // counters, summed over engines; rates keep the latest value.
   std::map<std::string, unsigned long long> rejected_by_reason;

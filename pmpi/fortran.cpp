@@ -1,5 +1,5 @@
-// Fortran entry points of mpif.h, `use mpi` and `use mpi_f08` for init, init_thread, finalize and
-// allreduce. Open MPI's Fortran bindings call PMPI_* directly, so without these a Fortran job
+// Fortran entry points of mpif.h, `use mpi` and `use mpi_f08` for init, init_thread, finalize,
+// allreduce and iallreduce (only counted). Open MPI's Fortran bindings call PMPI_* directly, so without these a Fortran job
 // would never reach the C wrappers. Each wrapper either runs the call itself or forwards to the
 // MPI's own Fortran binding of the same name, which keeps its error behaviour exactly.
 #include <dlfcn.h>
@@ -7,15 +7,18 @@
 
 #include <array>
 #include <cstring>
+#include <optional>
 
 #include "allreduce.hpp"
 #include "runtime.hpp"
 
 using namespace optireduce::pmpi;
+using optireduce::PassReason;
 
 namespace {
 
 using AllreduceFn = void (*)(void*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*);
+using IallreduceFn = void (*)(void*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*);
 using InitFn = void (*)(MPI_Fint*);
 using InitThreadFn = void (*)(MPI_Fint*, MPI_Fint*, MPI_Fint*);
 using FinalizeFn = void (*)(MPI_Fint*);
@@ -53,25 +56,42 @@ void set_ierror(MPI_Fint* ierror, int rc) {
 void allreduce(AllreduceFn real, void* sendbuf, void* recvbuf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* op,
                MPI_Fint* comm, MPI_Fint* ierror) {
   NestedCallGuard guard;
-  if (active()) {
-    const MPI_Comm c = PMPI_Comm_f2c(*comm);
-    const MPI_Datatype t = PMPI_Type_f2c(*datatype);
-    const MPI_Op o = PMPI_Op_f2c(*op);
-    // A handle that does not translate is left for the MPI to reject.
-    if (!is_zero_handle(c) && !is_zero_handle(t) && !is_zero_handle(o)) {
-      const void* s = is_fortran_in_place(sendbuf) ? MPI_IN_PLACE : sendbuf;
-      int rc = MPI_SUCCESS;
-      if (eligible(s, recvbuf, *count, t, o, c) && run_engine(s, recvbuf, *count, c, &rc)) {
-        set_ierror(ierror, rc);
-        return;
-      }
-    }
-    count_passthrough();
+  auto forward = [&] {
+    if (real) real(sendbuf, recvbuf, count, datatype, op, comm, ierror);
+    // No Fortran binding of this name in the MPI: do what it would have done.
+    else set_ierror(ierror, PMPI_Allreduce(is_fortran_in_place(sendbuf) ? MPI_IN_PLACE : sendbuf, recvbuf, *count,
+                                           PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm)));
+    return 0;
+  };
+  if (!active()) {
+    forward();
+    return;
   }
-  if (real) return real(sendbuf, recvbuf, count, datatype, op, comm, ierror);
-  // No Fortran binding of this name in the MPI: do what it would have done.
-  set_ierror(ierror, PMPI_Allreduce(is_fortran_in_place(sendbuf) ? MPI_IN_PLACE : sendbuf, recvbuf, *count,
-                                    PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm)));
+  const MPI_Comm c = PMPI_Comm_f2c(*comm);
+  const MPI_Datatype t = PMPI_Type_f2c(*datatype);
+  const MPI_Op o = PMPI_Op_f2c(*op);
+  // A handle that does not translate is left for the MPI to reject.
+  std::optional<PassReason> why = PassReason::arguments;
+  if (!is_zero_handle(c) && !is_zero_handle(t) && !is_zero_handle(o)) {
+    int rc = MPI_SUCCESS;
+    why = try_engine(is_fortran_in_place(sendbuf) ? MPI_IN_PLACE : sendbuf, recvbuf, *count, t, o, c, &rc);
+    if (!why) {
+      set_ierror(ierror, rc);
+      return;
+    }
+  }
+  pass_through(*why, forward);
+}
+
+void iallreduce(IallreduceFn real, void* sendbuf, void* recvbuf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* op,
+                MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror) {
+  count_nonblocking();
+  NestedCallGuard guard;
+  if (real) return real(sendbuf, recvbuf, count, datatype, op, comm, request, ierror);
+  MPI_Request r = MPI_REQUEST_NULL;
+  set_ierror(ierror, PMPI_Iallreduce(is_fortran_in_place(sendbuf) ? MPI_IN_PLACE : sendbuf, recvbuf, *count,
+                                     PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm), &r));
+  *request = PMPI_Request_c2f(r);
 }
 
 void init(InitFn real, MPI_Fint* ierror) {
@@ -116,6 +136,11 @@ void finalize(FinalizeFn real, MPI_Fint* ierror) {
     static const AllreduceFn real = next_symbol<AllreduceFn>(#name);                                         \
     allreduce(real, s, r, n, t, o, c, e);                                                                    \
   }
+#define OR_FORTRAN_IALLREDUCE(name)                                                                          \
+  extern "C" void name(void* s, void* r, MPI_Fint* n, MPI_Fint* t, MPI_Fint* o, MPI_Fint* c, MPI_Fint* q, MPI_Fint* e) { \
+    static const IallreduceFn real = next_symbol<IallreduceFn>(#name);                                                 \
+    iallreduce(real, s, r, n, t, o, c, q, e);                                                                          \
+  }
 #define OR_FORTRAN_INIT(name)                           \
   extern "C" void name(MPI_Fint* e) {                           \
     static const InitFn real = next_symbol<InitFn>(#name);      \
@@ -136,11 +161,13 @@ void finalize(FinalizeFn real, MPI_Fint* ierror) {
   MACRO(lower) MACRO(lower##_) MACRO(lower##__) MACRO(upper)
 
 OR_FORTRAN_ALL_MANGLINGS(OR_FORTRAN_ALLREDUCE, mpi_allreduce, MPI_ALLREDUCE)
+OR_FORTRAN_ALL_MANGLINGS(OR_FORTRAN_IALLREDUCE, mpi_iallreduce, MPI_IALLREDUCE)
 OR_FORTRAN_ALL_MANGLINGS(OR_FORTRAN_INIT, mpi_init, MPI_INIT)
 OR_FORTRAN_ALL_MANGLINGS(OR_FORTRAN_INIT_THREAD, mpi_init_thread, MPI_INIT_THREAD)
 OR_FORTRAN_ALL_MANGLINGS(OR_FORTRAN_FINALIZE, mpi_finalize, MPI_FINALIZE)
 // `use mpi_f08` (Open MPI): same arguments, handles are one-integer derived types, ierror optional.
 OR_FORTRAN_ALLREDUCE(mpi_allreduce_f08_)
+OR_FORTRAN_IALLREDUCE(mpi_iallreduce_f08_)
 OR_FORTRAN_INIT(mpi_init_f08_)
 OR_FORTRAN_INIT_THREAD(mpi_init_thread_f08_)
 OR_FORTRAN_FINALIZE(mpi_finalize_f08_)

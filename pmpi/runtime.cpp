@@ -10,6 +10,7 @@
 
 #include "optireduce/engine/call_trace.hpp"
 #include "comm_engines.hpp"
+#include "device_memory.hpp"
 #include "optireduce/engine/log.hpp"
 #include "optireduce/optireduce.h"
 #include "optireduce/engine/report.hpp"
@@ -27,6 +28,7 @@ CallTrace g_trace;
 int g_world_rank = 0;  // the trace names ranks of MPI_COMM_WORLD
 std::mutex g_trace_mutex;
 Config g_config;
+Environment g_environment;  // what g_config was parsed from, for the report's settings
 thread_local int t_nesting = 0;
 
 std::uint64_t fnv1a(const std::string& text) {
@@ -37,7 +39,7 @@ std::uint64_t fnv1a(const std::string& text) {
 
 struct Agreement {
   int ok;
-  int pad;
+  int cuda;  // a CUDA driver is loaded in this process
   std::uint64_t settings;
 };
 
@@ -66,13 +68,7 @@ std::vector<std::string> gather_to_root(const std::string& mine, int rank, int s
   return out;
 }
 
-void write_report(int rank, int size) {
-  // Rank 0 writes, so its settings decide for everyone (report path and log level may differ per
-  // rank, and every rank must take part in the same gathers).
-  int wanted = (g_config.report_path.empty() ? 0 : 1) | (log_enabled(LogLevel::info) ? 2 : 0);
-  PMPI_Bcast(&wanted, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  const bool want_file = wanted & 1, want_summary = wanted & 2;
-  if (!wanted) return;
+RankReport this_rank(int rank) {
   RankReport r;
   r.rank = rank;
   char host[256] = {};
@@ -89,38 +85,59 @@ void write_report(int rank, int size) {
   r.fallbacks = h.fallbacks;
   r.injected_drops = h.injected_drops;
   r.fill_agreement_incomplete = h.fill_agreement_incomplete;
+  r.late = h.late;
   r.rejected_by_reason = h.rejected_by_reason;
   r.transport_counters = h.transport_counters;
+  return r;
+}
 
-  // The summary needs every rank's figures; the file needs every rank's object.
-  const double figures[7] = {double(r.stats.intercepted_calls), double(r.stats.passthrough_calls), double(r.stats.bytes_reduced),
-                             double(r.stats.entries_reduced), double(r.stats.entries_dropped), r.stats.latency_us.p50,
-                             r.stats.latency_us.p99};
-  std::vector<double> all_figures(rank == 0 ? 7 * static_cast<std::size_t>(size) : 0);
-  PMPI_Gather(figures, 7, MPI_DOUBLE, all_figures.data(), 7, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  const auto objects = want_file ? gather_to_root(render_rank(r), rank, size) : std::vector<std::string>{};
+// The finalize line: rank 0 prints it when the job paid for something (entries compensated, a
+// fallback, divergent replicas), or always at OPTIREDUCE_LOG=info.
+void print_cost_line(const RankReport& mine, int rank, int size, bool always) {
+  const RankFigures figures = figures_of(mine);
+  std::vector<RankFigures> all(rank == 0 ? static_cast<std::size_t>(size) : 0);
+  PMPI_Gather(&figures, kFigures, MPI_DOUBLE, all.data(), kFigures, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  if (rank != 0 || !(always || had_cost(all))) return;
+  const std::string line = render_cost_line(all) + "\n";
+  std::fputs(line.c_str(), stderr);
+}
+
+void write_report(int rank, int size) {
+  // Rank 0's settings decide for everyone (report path and log level may differ per rank, and
+  // every rank must take part in the same gathers).
+  int wanted = (g_config.report_path.empty() ? 0 : 1) | (log_enabled(LogLevel::warn) ? 2 : 0) |
+               (log_enabled(LogLevel::info) ? 4 : 0);
+  PMPI_Bcast(&wanted, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!wanted) return;
+  const RankReport r = this_rank(rank);
+  if (wanted & 6) print_cost_line(r, rank, size, wanted & 4);
+  if (!(wanted & 1)) return;
+  const auto objects = gather_to_root(render_rank(r), rank, size);
   if (rank != 0) return;
-  if (want_summary) {
-    std::vector<RankReport> ranks(static_cast<std::size_t>(size));
-    for (int i = 0; i < size; ++i) {
-      const double* f = &all_figures[7 * static_cast<std::size_t>(i)];
-      auto& s = ranks[i].stats;
-      s.intercepted_calls = static_cast<std::uint64_t>(f[0]);
-      s.passthrough_calls = static_cast<std::uint64_t>(f[1]);
-      s.bytes_reduced = static_cast<std::uint64_t>(f[2]);
-      s.entries_reduced = static_cast<std::uint64_t>(f[3]);
-      s.entries_dropped = static_cast<std::uint64_t>(f[4]);
-      s.latency_us.p50 = f[5];
-      s.latency_us.p99 = f[6];
-    }
-    OR_LOG(info, "%s", render_summary(ranks).c_str());
+  std::ofstream out(g_config.report_path, std::ios::trunc);
+  out << render_report(effective_settings(g_environment, g_config), objects);
+  if (!out) OR_LOG(warn, "cannot write the report to OPTIREDUCE_REPORT=\"%s\": %s", g_config.report_path.c_str(), std::strerror(errno));
+  else OR_LOG(info, "report of %d ranks written to %s", size, g_config.report_path.c_str());
+}
+
+// Whether the outputs can be written, checked now rather than after the whole run: the trace
+// (appended by every rank) is opened here, the report (written by rank 0) is tried. "" or one
+// line naming the variable, its value and why.
+std::string open_outputs(const Config& config, int rank) {
+  auto problem = [](const char* variable, const std::string& value, const std::string& why) {
+    return std::string(variable) + "=\"" + value + "\" is not writable: " + why + "; accepted: a writable file path";
+  };
+  // The trace is opened, never tried: a try creates and removes the file, which would remove the
+  // one another rank has just opened.
+  if (!config.trace_path.empty() && !g_trace.open(config.trace_path)) {
+    const int error = errno;
+    std::string why = output_path_problem(config.trace_path);
+    return problem("OPTIREDUCE_TRACE", config.trace_path, why.empty() ? std::strerror(error) : why);
   }
-  if (want_file) {
-    std::ofstream out(g_config.report_path, std::ios::trunc);
-    out << render_report(g_config, objects);
-    if (!out) OR_LOG(warn, "cannot write the report to OPTIREDUCE_REPORT=\"%s\": %s", g_config.report_path.c_str(), std::strerror(errno));
-  }
-  if (want_file && want_summary) OR_LOG(info, "report of %d ranks written to %s", size, g_config.report_path.c_str());
+  if (rank == 0 && !config.report_path.empty())
+    if (std::string why = output_path_problem(config.report_path); !why.empty())
+      return problem("OPTIREDUCE_REPORT", config.report_path, why);
+  return {};
 }
 
 }  // namespace
@@ -149,15 +166,19 @@ void after_init() {
   set_log_rank(rank);
   g_world_rank = rank;
 
-  ConfigResult parsed = parse_config(process_environment());
+  g_environment = process_environment();
+  ConfigResult parsed = parse_config(g_environment);
+  if (parsed.ok()) parsed.error = open_outputs(parsed.config, rank);
   const std::string settings = parsed.config.agreement_text() + ";version=" + optireduce_version();
-  Agreement mine{parsed.ok() ? 1 : 0, 0, fnv1a(settings)};
+  Agreement mine{parsed.ok() ? 1 : 0, cuda_driver_loaded() ? 1 : 0, fnv1a(settings)};
   std::vector<Agreement> all(static_cast<std::size_t>(size));
   PMPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, MPI_COMM_WORLD);
   int first_bad = -1, first_different = -1;
+  bool cuda = false;
   for (int r = 0; r < size; ++r) {
     if (!all[r].ok && first_bad < 0) first_bad = r;
     if (all[r].ok && all[r].settings != all[0].settings && first_different < 0) first_different = r;
+    cuda = cuda || all[r].cuda;
   }
   if (first_bad >= 0) {
     if (rank == first_bad) std::fprintf(stderr, "optireduce: %s\n", parsed.error.c_str());
@@ -171,14 +192,13 @@ void after_init() {
   }
   g_config = parsed.config;
   set_log_level(g_config.log_level);
+  set_driver_on_some_rank(cuda);
   setup_comm_engines();
-  if (!g_config.trace_path.empty() && !g_trace.open(g_config.trace_path))
-    OR_LOG(warn, "cannot open OPTIREDUCE_TRACE=\"%s\": %s; tracing is off", g_config.trace_path.c_str(), std::strerror(errno));
   g_initialized_flag.store(true, std::memory_order_release);
   // Off still interposes (so a communicator can opt in with MPI_Comm_set_info) but by default
   // every call passes through.
   g_active.store(true, std::memory_order_release);
-  OR_LOG(debug, "initialised: %s", settings.c_str());
+  OR_LOG(debug, "initialised: %s%s", settings.c_str(), cuda ? "; a CUDA driver is loaded: device buffers pass through" : "");
 }
 
 void before_finalize() {

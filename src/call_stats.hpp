@@ -1,6 +1,7 @@
 // What one engine call did, and the counters an engine keeps over its life.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -22,6 +23,7 @@ struct CallStats {
   std::uint64_t filled_entries = 0;   // of those, all-gather entries this rank had to fill in
   bool transformed = false;           // ran in the Hadamard domain
   bool fill_agreed = false;           // every rank's missing chunks were known here: same fill
+  bool cut = false;                   // a phase closed at its deadline or grace before all its data was in
   std::uint64_t fill_hash = 0;        // which chunks this rank filled (loss_ledger.hpp)
   std::string transport;              // the module the call ran over ("ucx", "udp"; "mpi": the bootstrap)
   double latency_us = 0;
@@ -47,6 +49,20 @@ struct LateArrivals {
   std::uint64_t messages = 0;
   std::uint64_t bytes = 0;
   double wait_us = 0;  // summed over the messages: arrival time minus the close of their call
+  // Summed over calls: how late the last of each call's late data came, i.e. how much longer the
+  // call would have lasted had it waited (the messages of one call overlap, so wait_us overstates it).
+  double call_wait_us = 0;
+  void add(std::uint64_t epoch, double late_us, std::size_t payload_bytes) {
+    ++messages;
+    bytes += payload_bytes;
+    wait_us += late_us;
+    if (epoch != epoch_) epoch_ = epoch, epoch_wait_us_ = 0;
+    if (late_us > epoch_wait_us_) call_wait_us += late_us - epoch_wait_us_, epoch_wait_us_ = late_us;
+  }
+
+ private:
+  std::uint64_t epoch_ = 0;  // the call of the latest late data, and how late its latest came
+  double epoch_wait_us_ = 0;
 };
 
 // What every rank agreed on at the agreement rounds (and two counts of this rank's own).

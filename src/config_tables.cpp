@@ -242,13 +242,16 @@ const std::vector<Parameter>& transport_parameters() {
 const std::vector<Parameter>& output_parameters() {
   static const std::vector<Parameter> table = {
       {{"OPTIREDUCE_REPORT", "(unset)", "a writable file path",
-        "at MPI_Finalize rank 0 writes the JSON report of all ranks there"},
+        "at MPI_Finalize rank 0 writes the JSON report of all ranks there (checked writable at MPI_Init)"},
        path(&Config::report_path)},
       {{"OPTIREDUCE_TRACE", "(unset)", "a writable file path",
-        "one line per engine call per rank (sequence, size, kind, deadlines, phase times, dropped entries), appended"},
+        "one line per engine call per rank (sequence, size, kind, deadlines, phase times, dropped entries), appended "
+        "(opened at MPI_Init)"},
        path(&Config::trace_path)},
       {{"OPTIREDUCE_LOG", "warn", "error, warn, info, debug",
-        "stderr verbosity; info adds a summary from rank 0 at MPI_Finalize"},
+        "stderr verbosity; at warn, rank 0 prints one line at MPI_Finalize when entries were compensated, a "
+        "communicator fell back to exact calls or replicas diverged (calls, time in allreduce, the wait the deadlines "
+        "saved); info prints it always; error silences it"},
        choice(&Config::log_level,
               {{"error", LogLevel::error}, {"warn", LogLevel::warn}, {"info", LogLevel::info}, {"debug", LogLevel::debug}})},
   };

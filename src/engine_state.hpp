@@ -79,9 +79,7 @@ struct EngineState {
   void note_late(std::uint64_t epoch, Clock::time_point arrived, std::size_t bytes) {
     const auto& [e, when] = closed_at[epoch % kClosedCalls];
     if (e != epoch || arrived < when) return;
-    ++late.messages;
-    late.bytes += bytes;
-    late.wait_us += std::chrono::duration<double, std::micro>(arrived - when).count();
+    late.add(epoch, std::chrono::duration<double, std::micro>(arrived - when).count(), bytes);
   }
   AgreedCounts agreed;
   CallStats last_call;

@@ -2,7 +2,9 @@
 // counts in the report.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <random>
 #include <vector>
@@ -17,10 +19,37 @@ struct CallRecord {
   bool bounded = false;      // ran under deadlines
   bool fallback = false;     // ran exactly because the loss budget was exceeded
   double deadline_us = 0;    // total budget of a bounded call
+  bool cut = false;          // a phase closed at its deadline (or grace) before all its data was in
 };
+
+// Why an MPI_Allreduce (or MPI_Iallreduce) went to the MPI library untouched.
+enum class PassReason : unsigned {
+  datatype,       // not MPI_FLOAT / MPI_REAL / MPI_REAL4
+  op,             // not MPI_SUM
+  communicator,   // an intercommunicator, or fewer than 2 ranks
+  arguments,      // arguments the MPI would reject (kept for its own error behaviour)
+  size,           // below OPTIREDUCE_MIN_BYTES
+  mode_off,       // OPTIREDUCE_MODE=off or the communicator's mode
+  no_engine,      // the communicator's engine could not be created (on some rank)
+  engine_failed,  // an earlier engine call on the communicator failed
+  nonblocking,    // MPI_Iallreduce: never intercepted
+  device_buffer,  // a device pointer (CUDA) on some rank of the communicator
+  count_
+};
+inline constexpr std::size_t kPassReasons = static_cast<std::size_t>(PassReason::count_);
+// The report's key of a reason, e.g. "device_buffer".
+const char* to_string(PassReason reason);
 
 struct LatencySummary {
   double p50 = 0, p99 = 0, max = 0;
+};
+
+// Engine calls of one size class (power-of-two byte range, the deadlines' unit).
+struct SizeClassSummary {
+  unsigned size_class = 0;  // bytes in [2^size_class, 2^(size_class+1))
+  std::uint64_t calls = 0;
+  std::uint64_t cut_calls = 0;
+  LatencySummary latency_us;
 };
 
 struct StatsSnapshot {
@@ -33,8 +62,13 @@ struct StatsSnapshot {
   std::uint64_t engine_failures = 0;
   std::uint64_t bounded_calls = 0;
   std::uint64_t fallback_calls = 0;
+  std::uint64_t cut_calls = 0;        // bounded calls a deadline closed before all data was in
+  double engine_time_us = 0;          // summed latency of intercepted calls
+  double passthrough_time_us = 0;     // summed time of MPI_Allreduce calls passed to the MPI
+  std::array<std::uint64_t, kPassReasons> passthrough_by_reason{};
   LatencySummary latency_us;
   LatencySummary deadline_us;  // over bounded calls
+  std::vector<SizeClassSummary> size_classes;  // ascending
   double dropped_fraction() const {
     return entries_reduced ? static_cast<double>(entries_dropped) / static_cast<double>(entries_reduced) : 0.0;
   }
@@ -43,33 +77,49 @@ struct StatsSnapshot {
 // Nearest-rank percentile (q in [0, 1]) of unsorted samples; 0 for none.
 double percentile(std::vector<double> samples, double q);
 
+// A uniform sample of everything offered (reservoir sampling) of at most `limit` values, so memory
+// stays flat however long the job runs, and the exact maximum.
+class Reservoir {
+ public:
+  explicit Reservoir(std::size_t limit) : limit_(limit) {}
+  void add(double value, std::mt19937_64& rng);
+  LatencySummary summary() const;
+  std::uint64_t seen() const { return seen_; }
+
+ private:
+  std::size_t limit_;
+  std::vector<double> samples_;
+  std::uint64_t seen_ = 0;
+  double max_ = 0;
+};
+
 class ProcessStats {
  public:
   static ProcessStats& instance();
 
   void record_intercepted(const CallRecord& call);
-  void record_passthrough();
+  // elapsed_us: how long the MPI took (0 when not measured, e.g. a non-blocking start).
+  void record_passthrough(PassReason reason, double elapsed_us = 0);
   void record_engine_created();
   void record_engine_failure();
   StatsSnapshot snapshot() const;
   void reset();
 
  private:
-  // Keeps `samples` a uniform sample of everything offered (reservoir), at most kMaxSamples.
-  void sample(std::vector<double>& samples, std::uint64_t& seen, double value);
-
-  // Latency samples are kept exactly up to this many, then by reservoir sampling, so memory stays
-  // flat however long the job runs.
+  // Exact up to these many samples, then a reservoir.
   static constexpr std::size_t kMaxSamples = 1u << 16;
+  static constexpr std::size_t kMaxClassSamples = 1u << 13;
+
+  struct SizeClass {
+    Reservoir latency{kMaxClassSamples};
+    std::uint64_t cut_calls = 0;
+  };
 
   mutable std::mutex mutex_;
   StatsSnapshot totals_;
-  std::vector<double> latency_samples_;
-  std::vector<double> deadline_samples_;
-  double deadline_max_ = 0;
-  std::uint64_t deadline_seen_ = 0;
-  double latency_max_ = 0;
-  std::uint64_t latency_seen_ = 0;
+  Reservoir latency_{kMaxSamples};
+  Reservoir deadline_{kMaxSamples};
+  std::map<unsigned, SizeClass> size_classes_;
   std::mt19937_64 reservoir_rng_{0x0b71};
 };
 

@@ -96,6 +96,7 @@ Status TarCall::run_scatter_reduce(Clock::time_point scatter_start) {
   if (!s_.scatter.complete()) {
     if (!bounded()) return Timeout("the scatter-reduce did not complete");
     scatter_closed_ = Clock::now();
+    stats_.cut = true;
     for (std::uint32_t c : s_.scatter.open_chunks()) reduce(c);
   }
   stats_.phase_us[0] = us_since(scatter_start);
@@ -106,6 +107,7 @@ Status TarCall::run_all_gather(Clock::time_point gather_start, Clock::time_point
   OR_RETURN_IF_ERROR(run_phase(1, gather_deadline, [&] { return s_.gather.complete(); },
                                [&](int p) { return s_.layout.chunks_in_shard(p) > 0; }));
   if (!s_.gather.complete() && !bounded()) return Timeout("the all-gather did not complete");
+  if (!s_.gather.complete()) stats_.cut = true;
   if (bounded() && !probe_ && s_.ranks > 1 && s_.options.agree_fill && s_.options.fill == FillPolicy::zero) {
     stats_.fill_agreed = agree_on_fill();
     if (!stats_.fill_agreed) ++s_.agreed.fill_agreement_incomplete;
@@ -299,7 +301,10 @@ void TarCall::handle(const InboundMessage& message) {
     case InboundKind::foreign: ++s_.rejects.foreign; return;
     case InboundKind::stale:
       ++s_.rejects.stale;
-      s_.note_late(in.header.epoch, message.arrived, message.payload_size);
+      // Only data counts as what the deadline did not wait for; control messages (the second
+      // copy of a missing list, a done) come after a call by design.
+      if (in.header.kind == MessageKind::scatter_chunk || in.header.kind == MessageKind::gather_chunk)
+        s_.note_late(in.header.epoch, message.arrived, message.payload_size);
       return;
     case InboundKind::misplaced: ++s_.rejects.misplaced; return;
     case InboundKind::ignored: return;
@@ -323,9 +328,8 @@ void TarCall::on_scatter_chunk(const Inbound& in, const InboundMessage& message)
     case Accepted::duplicate: ++s_.rejects.duplicate; break;
     case Accepted::closed:
       ++s_.rejects.stale;
-      s_.late.wait_us += std::chrono::duration<double, std::micro>(message.arrived - scatter_closed_).count();
-      ++s_.late.messages;
-      s_.late.bytes += message.payload_size;
+      s_.late.add(s_.epoch, std::chrono::duration<double, std::micro>(message.arrived - scatter_closed_).count(),
+                  message.payload_size);
       break;
     case Accepted::taken: last_arrival_ = message.arrived; break;
     case Accepted::unreadable: break;

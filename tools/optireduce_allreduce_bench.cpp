@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "allreduce_bench_engine.hpp"
+#include "cli_errors.hpp"
 #include "allreduce_bench_inputs.hpp"
 
 namespace {
@@ -307,6 +308,7 @@ int main(int argc, char** argv) {
       "One contender per run: as is for the MPI library, with LD_PRELOAD=liboptireduce.so for OptiReduce "
       "(scripts/bench.sh compares them).",
       "optireduce-allreduce-bench"};
+  optireduce::tools::add_version_flag(app);
   app.require_subcommand(1);
   Options opt;
   std::string list;

@@ -123,6 +123,7 @@ int parse_options(int argc, char** argv, int rank, Options& opt) {
   app.add_option("--comm", opt.comm, "communicator to reduce on")
       ->check(CLI::IsMember({"world"}))
       ->capture_default_str();
+  optireduce::tools::add_version_flag(app);
   optireduce::tools::use_single_line_errors(app);
   try {
     app.parse(argc, argv);

@@ -37,17 +37,13 @@ struct Info {
   optireduce::TopologySummary topology;
 };
 
-// The value in force: the environment's text when it was set (parse_config accepted it), else the
-// documented default.
-std::vector<Setting> effective_settings(const optireduce::Environment& env, const optireduce::Config& config) {
+// The value in force (as the report states it) with what the parameter table says of it.
+std::vector<Setting> settings_of(const optireduce::Environment& env, const optireduce::Config& config) {
   std::vector<Setting> out;
-  for (const auto& p : optireduce::parameters()) {
-    Setting s{p.name, p.default_text, "default", p.accepted, p.description};
-    if (auto it = config.source.find(p.name); it != config.source.end()) s.source = it->second;
-    for (const auto& [name, value] : env)
-      if (name == p.name) s.value = value;
-    out.push_back(std::move(s));
-  }
+  const auto& infos = optireduce::parameters();
+  const auto values = optireduce::effective_settings(env, config);
+  for (std::size_t i = 0; i < infos.size(); ++i)
+    out.push_back({values[i].name, values[i].value, values[i].source, infos[i].accepted, infos[i].description});
   return out;
 }
 
@@ -147,6 +143,7 @@ int main(int argc, char** argv) {
   bool json = false, verbose = false;
   app.add_flag("--json", json, "machine-readable output");
   app.add_flag("-v,--verbose", verbose, "also show what each setting accepts and does");
+  optireduce::tools::add_version_flag(app);
   optireduce::tools::use_single_line_errors(app);
   try {
     app.parse(argc, argv);
@@ -163,7 +160,7 @@ int main(int argc, char** argv) {
   Info info;
   info.version = std::to_string(OPTIREDUCE_VERSION_MAJOR) + "." + std::to_string(OPTIREDUCE_VERSION_MINOR) + "." +
                  std::to_string(OPTIREDUCE_VERSION_PATCH);
-  info.settings = effective_settings(env, parsed.config);
+  info.settings = settings_of(env, parsed.config);
   info.ucx_variables = ucx_variables();
   optireduce::Status loaded;
   if (const auto* ucx = optireduce::load_transport_module("ucx", loaded); ucx && ucx->describe_host)

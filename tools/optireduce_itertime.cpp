@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli_errors.hpp"
 #include "optireduce/optireduce.h"
 
 namespace {
@@ -201,7 +202,9 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Times float32 MPI_Allreduce(SUM) call by call (latency) or replays a model's data-parallel step "
       "(model) for scripts/compare.sh. Run as is for the MPI library, with LD_PRELOAD=liboptireduce.so "
-      "for OptiReduce."};
+      "for OptiReduce.",
+      "optireduce-itertime"};
+  optireduce::tools::add_version_flag(app);
   app.require_subcommand(1);
   std::string json_path, label;
   app.add_option("--json", json_path, "write the figures to this file (rank 0)");

@@ -5,31 +5,28 @@
 // It picks the preload library built for the MPI being launched (Open MPI: liboptireduce.so,
 // MPICH: liboptireduce-mpich.so), puts it first in LD_PRELOAD, and inserts right after the
 // launcher's name the arguments that give every rank that LD_PRELOAD and every OPTIREDUCE_*
-// setting, in the syntax of that launcher. Then it becomes the launcher (execvp). No MPI here:
-// optireduce_core is linked only to check the settings exactly as MPI_Init will.
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
+// setting, in the syntax of that launcher (launcher_plan.hpp). Then it becomes the launcher
+// (execvp). No MPI here: optireduce_engine is linked only to check the settings exactly as
+// MPI_Init will.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "cli_errors.hpp"
+#include "launcher_plan.hpp"
+#include "launcher_probe.hpp"
 #include "optireduce/engine/config.hpp"
+#include "optireduce/engine/report.hpp"
 
 #ifndef OPTIREDUCE_BIN_TO_LIB
 #define OPTIREDUCE_BIN_TO_LIB "../lib"
@@ -43,11 +40,10 @@ extern char** environ;
 namespace {
 
 namespace fs = std::filesystem;
+using optireduce::tools::Launcher;
 
 constexpr const char* kTool = "optireduce-run";
 
-// How the launcher takes environment variables for the ranks.
-enum class Launcher { openmpi, hydra, slurm };
 // Which MPI the ranks run, hence which preload library.
 enum class Flavor { openmpi, mpich };
 
@@ -62,93 +58,18 @@ struct Failure {
 
 [[noreturn]] void fail(std::string message, int code = 2) { throw Failure{std::move(message), code}; }
 
-// POSIX shell quoting: bare when only safe characters, else in single quotes.
-std::string shell_quote(const std::string& s) {
-  const bool safe = !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) {
-    return std::isalnum(c) || std::strchr("@%+=:,./-_", c);
-  });
-  if (safe) return s;
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  return out + "'";
-}
-
-// What `<launcher> --version` prints (stdout and stderr), or why it could not run. The launcher's
-// stdin is /dev/null, and it gets 10 s.
-struct Probe {
-  bool ran = false;
-  std::string output;
-  std::string error;
+struct Options {
+  std::string mode, transport, report, log, library, launcher_flavor, mpi_flavor;
+  bool dry_run = false;
+  std::vector<std::string> command;
 };
-
-Probe run_version(const std::string& launcher) {
-  Probe probe;
-  int out[2], status_pipe[2];
-  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(status_pipe, O_CLOEXEC) != 0) {
-    probe.error = std::strerror(errno);
-    return probe;
-  }
-  const pid_t pid = fork();
-  if (pid < 0) {
-    probe.error = std::strerror(errno);
-    return probe;
-  }
-  if (pid == 0) {
-    const int null = open("/dev/null", O_RDONLY);
-    if (null >= 0) dup2(null, 0);
-    dup2(out[1], 1);
-    dup2(out[1], 2);
-    execlp(launcher.c_str(), launcher.c_str(), "--version", static_cast<char*>(nullptr));
-    const int e = errno;
-    (void)!write(status_pipe[1], &e, sizeof e);
-    _exit(127);
-  }
-  close(out[1]);
-  close(status_pipe[1]);
-  int exec_errno = 0;
-  const bool exec_failed = read(status_pipe[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
-  close(status_pipe[0]);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  bool timed_out = false;
-  char buffer[4096];
-  while (probe.output.size() < (1u << 20)) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timed_out = true;
-      break;
-    }
-    pollfd p{out[0], POLLIN, 0};
-    const int r = poll(&p, 1, static_cast<int>(left.count()));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      timed_out = r == 0;
-      break;
-    }
-    const ssize_t n = read(out[0], buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    probe.output.append(buffer, static_cast<std::size_t>(n));
-  }
-  close(out[0]);
-  if (timed_out) kill(pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (exec_failed) probe.error = std::strerror(exec_errno);
-  else if (timed_out) probe.error = "no answer within 10 s";
-  else probe.ran = true;
-  return probe;
-}
 
 bool contains(const std::string& text, const char* needle) { return text.find(needle) != std::string::npos; }
 
 Launcher detect_launcher(const std::string& launcher) {
   // srun is known by its name (it need not exist on the node that prepares a batch script).
   if (fs::path(launcher).filename() == "srun") return Launcher::slurm;
-  const Probe probe = run_version(launcher);
+  const auto probe = optireduce::tools::run_probe(launcher, "--version");
   if (!probe.ran) fail("cannot run '" + launcher + " --version' to tell which MPI it launches: " + probe.error);
   const std::string& v = probe.output;
   if (contains(v, "Open MPI") || contains(v, "OpenRTE")) return Launcher::openmpi;
@@ -159,6 +80,15 @@ Launcher detect_launcher(const std::string& launcher) {
   fail("unknown launcher '" + launcher + "': its --version (\"" + first +
        "\") names neither Open MPI nor MPICH/HYDRA; supported: Open MPI mpirun/mpiexec, MPICH mpiexec(.hydra), "
        "srun (or say which with --launcher-flavor)");
+}
+
+// Debian's Open MPI has no PMI-2 client: under srun its ranks need PMIx. Added only when the job
+// names no plugin itself, Slurm has no default for it (SLURM_MPI_TYPE) and this srun offers pmix.
+std::string srun_mpi_option(Flavor flavor, const std::vector<std::string>& command) {
+  if (flavor != Flavor::openmpi || std::getenv("SLURM_MPI_TYPE")) return {};
+  if (optireduce::tools::names_mpi_plugin({command.begin() + 1, command.end()})) return {};
+  const auto probe = optireduce::tools::run_probe(command.front(), "--mpi=list");
+  return probe.ran && optireduce::tools::lists_pmix(probe.output) ? "--mpi=pmix" : "";
 }
 
 fs::path own_directory() {
@@ -192,82 +122,64 @@ fs::path find_library(Flavor flavor) {
        1);
 }
 
-// The library first, then what LD_PRELOAD held (without a second copy of the library).
-std::string preload_value(const std::string& library) {
-  std::string value = library;
-  const char* old = std::getenv("LD_PRELOAD");
-  if (!old) return value;
-  std::string entry;
-  const std::string text = old;
-  for (std::size_t i = 0; i <= text.size(); ++i) {
-    if (i == text.size() || text[i] == ':' || text[i] == ' ') {
-      if (!entry.empty() && entry != library) value += ":" + entry;
-      entry.clear();
-    } else {
-      entry += text[i];
-    }
+// OPTIREDUCE_* of the environment, then the options; sorted by name; checked as MPI_Init checks
+// them, output paths included (as seen from here: on a cluster, a shared file system).
+optireduce::Environment job_settings(const Options& o) {
+  std::map<std::string, std::string> settings;
+  for (char** e = environ; e && *e; ++e) {
+    if (std::strncmp(*e, "OPTIREDUCE_", 11) != 0) continue;
+    const char* eq = std::strchr(*e, '=');
+    if (eq) settings[std::string(*e, static_cast<std::size_t>(eq - *e))] = eq + 1;
   }
-  return value;
+  if (!o.mode.empty()) settings["OPTIREDUCE_MODE"] = o.mode;
+  if (!o.transport.empty()) settings["OPTIREDUCE_TRANSPORT"] = o.transport;
+  if (!o.report.empty()) settings["OPTIREDUCE_REPORT"] = fs::absolute(o.report).lexically_normal().string();
+  if (!o.log.empty()) settings["OPTIREDUCE_LOG"] = o.log;
+  const optireduce::Environment env(settings.begin(), settings.end());
+  const auto parsed = optireduce::parse_config(env);
+  if (!parsed.ok()) fail(parsed.error);
+  for (const auto& [name, path] : {std::pair{"OPTIREDUCE_REPORT", parsed.config.report_path},
+                                   std::pair{"OPTIREDUCE_TRACE", parsed.config.trace_path}})
+    if (const auto why = path.empty() ? std::string() : optireduce::output_path_problem(path); !why.empty())
+      fail(std::string(name) + "=\"" + path + "\" is not writable: " + why + "; accepted: a writable file path");
+  return env;
 }
 
-struct Plan {
-  std::vector<std::pair<std::string, std::string>> environment;  // set in our own environment first
-  std::vector<std::string> argv;
-};
-
-// variables: LD_PRELOAD first, then the OPTIREDUCE_* ones.
-Plan make_plan(Launcher launcher, const std::vector<std::string>& command,
-               const std::vector<std::pair<std::string, std::string>>& variables) {
-  Plan plan;
-  plan.argv.push_back(command.front());
-  std::vector<std::string> rest(command.begin() + 1, command.end());
-  switch (launcher) {
-    case Launcher::openmpi:
-      // -x NAME=VALUE: the value travels on the command line, so mpirun and its daemons are not
-      // preloaded themselves and the printed command is complete.
-      for (const auto& [name, value] : variables) {
-        plan.argv.push_back("-x");
-        plan.argv.push_back(name + "=" + value);
-      }
-      break;
-    case Launcher::hydra:
-      for (const auto& [name, value] : variables) {
-        plan.argv.push_back("-genv");
-        plan.argv.push_back(name);
-        plan.argv.push_back(value);
-      }
-      break;
-    case Launcher::slurm: {
-      // srun cannot escape a comma inside --export: such a value goes into srun's own
-      // environment and is named without a value (ALL carries it).
-      std::string list;
-      for (const auto& [name, value] : variables) {
-        if (value.find(',') != std::string::npos) {
-          plan.environment.emplace_back(name, value);
-          list += "," + name;
-        } else {
-          list += "," + name + "=" + value;
-        }
-      }
-      // A user's own --export would replace ours (srun keeps the last): extend theirs instead.
-      for (std::size_t i = 0; i < rest.size(); ++i) {
-        if (rest[i].rfind("--export=", 0) == 0) {
-          rest[i] += list;
-          list.clear();
-          break;
-        }
-        if (rest[i] == "--export" && i + 1 < rest.size()) {
-          rest[i + 1] += list;
-          list.clear();
-          break;
-        }
-      }
-      if (!list.empty()) plan.argv.push_back("--export=ALL" + list);
-      break;
-    }
+int launch(const optireduce::tools::Plan& plan, bool dry_run) {
+  if (dry_run) {
+    std::string line;
+    for (const auto& [name, value] : plan.environment) line += name + "=" + optireduce::tools::shell_quote(value) + " ";
+    for (std::size_t i = 0; i < plan.argv.size(); ++i) line += (i ? " " : "") + optireduce::tools::shell_quote(plan.argv[i]);
+    std::printf("%s\n", line.c_str());
+    return 0;
   }
-  plan.argv.insert(plan.argv.end(), rest.begin(), rest.end());
-  return plan;
+  for (const auto& [name, value] : plan.environment) setenv(name.c_str(), value.c_str(), 1);
+  std::vector<char*> args;
+  for (const auto& a : plan.argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::fflush(stdout);
+  execvp(args[0], args.data());
+  std::fprintf(stderr, "%s: error: cannot run %s: %s\n", kTool, args[0], std::strerror(errno));
+  return 127;
+}
+
+int run(const Options& o) {
+  if (o.command.empty()) fail("no launcher: give the command after --, e.g. optireduce-run -- mpirun -np 4 ./train");
+  Launcher launcher;
+  if (o.launcher_flavor.empty()) launcher = detect_launcher(o.command.front());
+  else if (o.launcher_flavor == "openmpi") launcher = Launcher::openmpi;
+  else if (o.launcher_flavor == "hydra" || o.launcher_flavor == "mpich") launcher = Launcher::hydra;
+  else launcher = Launcher::slurm;
+  Flavor flavor = launcher == Launcher::hydra ? Flavor::mpich : Flavor::openmpi;
+  if (o.mpi_flavor == "mpich") flavor = Flavor::mpich;
+  else if (o.mpi_flavor == "openmpi") flavor = Flavor::openmpi;
+
+  const optireduce::Environment env = job_settings(o);
+  const std::string lib = o.library.empty() ? find_library(flavor).string() : fs::absolute(o.library).lexically_normal().string();
+  optireduce::tools::Variables variables{{"LD_PRELOAD", optireduce::tools::preload_value(lib, std::getenv("LD_PRELOAD"))}};
+  variables.insert(variables.end(), env.begin(), env.end());
+  const std::string mpi_option = launcher == Launcher::slurm ? srun_mpi_option(flavor, o.command) : "";
+  return launch(optireduce::tools::make_plan(launcher, o.command, variables, mpi_option), o.dry_run);
 }
 
 // Accepts a value of an OPTIREDUCE_* variable exactly when MPI_Init would.
@@ -289,54 +201,20 @@ std::string accepted_text(const char* variable) {
   return {};
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{
-      "Starts an MPI job with OptiReduce-MPI preloaded on every rank:\n"
-      "  optireduce-run [options] -- <mpirun|mpiexec|srun> [launcher arguments...]",
-      kTool};
-  std::string mode, transport, report, log, library, launcher_flavor, mpi_flavor;
-  bool dry_run = false;
-  std::vector<std::string> command;
-  app.add_option("--mode", mode, "OPTIREDUCE_MODE for the job: " + accepted_text("OPTIREDUCE_MODE"))
-      ->check(setting_validator("OPTIREDUCE_MODE"))
-      ->type_name("MODE");
-  app.add_option("--transport", transport, "OPTIREDUCE_TRANSPORT for the job: " + accepted_text("OPTIREDUCE_TRANSPORT"))
-      ->check(setting_validator("OPTIREDUCE_TRANSPORT"))
-      ->type_name("NAME");
-  app.add_option("--report", report,
-                 "OPTIREDUCE_REPORT for the job: rank 0 writes the JSON report of all ranks to this file at "
-                 "MPI_Finalize (a relative path is made absolute here)")
-      ->type_name("FILE");
-  app.add_option("--log", log, "OPTIREDUCE_LOG for the job: " + accepted_text("OPTIREDUCE_LOG"))
-      ->check(setting_validator("OPTIREDUCE_LOG"))
-      ->type_name("LEVEL");
-  app.add_option("--library", library, "preload this library instead of looking one up")->check(CLI::ExistingFile);
-  app.add_option("--launcher-flavor", launcher_flavor,
-                 "how to pass variables, instead of asking '<launcher> --version': openmpi (-x), "
-                 "hydra or mpich (-genv), srun or slurm (--export)")
-      ->check(CLI::IsMember({"openmpi", "hydra", "mpich", "srun", "slurm"}))
-      ->type_name("KIND");
-  app.add_option("--mpi-flavor", mpi_flavor,
-                 "the MPI the ranks run, which picks the library: openmpi or mpich (default: what the launcher "
-                 "belongs to; for srun, openmpi)")
-      ->check(CLI::IsMember({"openmpi", "mpich"}))
-      ->type_name("MPI");
-  app.add_flag("--dry-run", dry_run, "print the command (shell-quoted) instead of running it, and exit 0");
-  app.add_option("launcher", command, "after --: the launcher (mpirun, mpiexec, srun) and its arguments, unchanged")
-      ->type_name("");
-  app.footer(R"(Right after the launcher's name it inserts what gives every rank LD_PRELOAD (the library
+constexpr const char* kFooter = R"(Right after the launcher's name it inserts what gives every rank LD_PRELOAD (the library
 first, then what LD_PRELOAD already held) and every OPTIREDUCE_* variable of its own environment
 (the options above override them):
   Open MPI mpirun/mpiexec   -x LD_PRELOAD=<lib> -x OPTIREDUCE_MODE=reliable ...
   MPICH mpiexec(.hydra)     -genv LD_PRELOAD <lib> -genv OPTIREDUCE_MODE reliable ...
   Slurm srun                --export=ALL,LD_PRELOAD=<lib>,OPTIREDUCE_MODE=reliable,...
-                            (added to the job's own --export instead, if it has one)
+                            (added to the job's own --export instead, if it has one), and
+                            --mpi=pmix for Open MPI when the job names no --mpi, SLURM_MPI_TYPE
+                            is unset and 'srun --mpi=list' offers pmix
 The launcher is told by what '<launcher> --version' prints ("Open MPI"; "HYDRA" or "MPICH"), srun by
 its name; --launcher-flavor skips that. The library: liboptireduce.so for Open MPI,
 liboptireduce-mpich.so for MPICH, looked up in ../lib next to this program, then in )" OPTIREDUCE_INSTALL_LIBDIR R"(.
-The settings are checked as MPI_Init checks them, so a bad one stops here instead of in the job.
+The settings are checked as MPI_Init checks them (OPTIREDUCE_REPORT and OPTIREDUCE_TRACE must be
+writable here), so a bad one stops here instead of in the job.
 Then it runs the command (execvp): the exit status is the launcher's.
 Exit status of its own: 2 for a usage error (bad option or setting, no or unknown launcher),
 1 when the library is missing, 127 when the launcher cannot be run.
@@ -345,8 +223,50 @@ Examples:
   optireduce-run --mode reliable -- mpiexec.mpich -n 4 ./train
   optireduce-run --mpi-flavor mpich -- srun -n 4 ./train
   optireduce-run --dry-run -- mpirun -np 4 ./train
-)");
+)";
+
+void declare_options(CLI::App& app, Options& o) {
+  app.add_option("--mode", o.mode, "OPTIREDUCE_MODE for the job: " + accepted_text("OPTIREDUCE_MODE"))
+      ->check(setting_validator("OPTIREDUCE_MODE"))
+      ->type_name("MODE");
+  app.add_option("--transport", o.transport, "OPTIREDUCE_TRANSPORT for the job: " + accepted_text("OPTIREDUCE_TRANSPORT"))
+      ->check(setting_validator("OPTIREDUCE_TRANSPORT"))
+      ->type_name("NAME");
+  app.add_option("--report", o.report,
+                 "OPTIREDUCE_REPORT for the job: rank 0 writes the JSON report of all ranks to this file at "
+                 "MPI_Finalize (a relative path is made absolute here)")
+      ->type_name("FILE");
+  app.add_option("--log", o.log, "OPTIREDUCE_LOG for the job: " + accepted_text("OPTIREDUCE_LOG"))
+      ->check(setting_validator("OPTIREDUCE_LOG"))
+      ->type_name("LEVEL");
+  app.add_option("--library", o.library, "preload this library instead of looking one up")->check(CLI::ExistingFile);
+  app.add_option("--launcher-flavor", o.launcher_flavor,
+                 "how to pass variables, instead of asking '<launcher> --version': openmpi (-x), "
+                 "hydra or mpich (-genv), srun or slurm (--export)")
+      ->check(CLI::IsMember({"openmpi", "hydra", "mpich", "srun", "slurm"}))
+      ->type_name("KIND");
+  app.add_option("--mpi-flavor", o.mpi_flavor,
+                 "the MPI the ranks run, which picks the library: openmpi or mpich (default: what the launcher "
+                 "belongs to; for srun, openmpi)")
+      ->check(CLI::IsMember({"openmpi", "mpich"}))
+      ->type_name("MPI");
+  app.add_flag("--dry-run", o.dry_run, "print the command (shell-quoted) instead of running it, and exit 0");
+  app.add_option("launcher", o.command, "after --: the launcher (mpirun, mpiexec, srun) and its arguments, unchanged")
+      ->type_name("");
+  app.footer(kFooter);
+  optireduce::tools::add_version_flag(app);
   optireduce::tools::use_single_line_errors(app);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Starts an MPI job with OptiReduce-MPI preloaded on every rank:\n"
+      "  optireduce-run [options] -- <mpirun|mpiexec|srun> [launcher arguments...]",
+      kTool};
+  Options options;
+  declare_options(app, options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ExtrasError&) {
@@ -362,55 +282,8 @@ Examples:
   } catch (const CLI::ParseError& e) {
     return optireduce::tools::exit_code(app, e, true);
   }
-
   try {
-    if (command.empty()) fail("no launcher: give the command after --, e.g. optireduce-run -- mpirun -np 4 ./train");
-
-    Launcher launcher;
-    if (launcher_flavor.empty()) launcher = detect_launcher(command.front());
-    else if (launcher_flavor == "openmpi") launcher = Launcher::openmpi;
-    else if (launcher_flavor == "hydra" || launcher_flavor == "mpich") launcher = Launcher::hydra;
-    else launcher = Launcher::slurm;
-
-    Flavor flavor = launcher == Launcher::hydra ? Flavor::mpich : Flavor::openmpi;
-    if (mpi_flavor == "mpich") flavor = Flavor::mpich;
-    else if (mpi_flavor == "openmpi") flavor = Flavor::openmpi;
-
-    // OPTIREDUCE_* of the environment, then the options; sorted by name.
-    std::map<std::string, std::string> settings;
-    for (char** e = environ; e && *e; ++e) {
-      if (std::strncmp(*e, "OPTIREDUCE_", 11) != 0) continue;
-      const char* eq = std::strchr(*e, '=');
-      if (eq) settings[std::string(*e, static_cast<std::size_t>(eq - *e))] = eq + 1;
-    }
-    if (!mode.empty()) settings["OPTIREDUCE_MODE"] = mode;
-    if (!transport.empty()) settings["OPTIREDUCE_TRANSPORT"] = transport;
-    if (!report.empty()) settings["OPTIREDUCE_REPORT"] = fs::absolute(report).lexically_normal().string();
-    if (!log.empty()) settings["OPTIREDUCE_LOG"] = log;
-    const optireduce::Environment env(settings.begin(), settings.end());
-    const auto parsed = optireduce::parse_config(env);
-    if (!parsed.ok()) fail(parsed.error);
-
-    const std::string lib = library.empty() ? find_library(flavor).string() : fs::absolute(library).lexically_normal().string();
-    std::vector<std::pair<std::string, std::string>> variables{{"LD_PRELOAD", preload_value(lib)}};
-    variables.insert(variables.end(), env.begin(), env.end());
-    const Plan plan = make_plan(launcher, command, variables);
-
-    if (dry_run) {
-      std::string line;
-      for (const auto& [name, value] : plan.environment) line += name + "=" + shell_quote(value) + " ";
-      for (std::size_t i = 0; i < plan.argv.size(); ++i) line += (i ? " " : "") + shell_quote(plan.argv[i]);
-      std::printf("%s\n", line.c_str());
-      return 0;
-    }
-    for (const auto& [name, value] : plan.environment) setenv(name.c_str(), value.c_str(), 1);
-    std::vector<char*> args;
-    for (const auto& a : plan.argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    std::fflush(stdout);
-    execvp(args[0], args.data());
-    std::fprintf(stderr, "%s: error: cannot run %s: %s\n", kTool, args[0], std::strerror(errno));
-    return 127;
+    return run(options);
   } catch (const Failure& f) {
     std::fprintf(stderr, "%s: error: %s\n", kTool, f.message.c_str());
     return f.code;

@@ -49,6 +49,10 @@ done
 for f in bin/optireduce-run bin/optireduce-info bin/optireduce-bench; do
   [ -x "$prefix/$f" ] || fail "$f is not executable"
 done
+for tool in optireduce-run optireduce-info optireduce-bench; do
+  out=$(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$prefix/bin/$tool" --version 2>&1)
+  [ "$out" = "$tool $version" ] && pass "$tool --version: $out" || fail "$tool --version printed '$out', expected '$tool $version'"
+done
 # The installed bench finds the installed library (RPATH $ORIGIN/../lib).
 if [ -x "$prefix/bin/optireduce-bench" ]; then
   lib=$(ldd "$prefix/bin/optireduce-bench" | awk '$1 == "liboptireduce.so.'"$major"'" { print $3 }')
@@ -66,7 +70,8 @@ if [ "$expect_mpich" = 1 ]; then
 fi
 # Moved as a whole, it still finds its own library.
 mv "$prefix" "$work/moved"
-line=$("$work/moved/bin/optireduce-run" --dry-run -- srun -n 2 ./x 2>&1)
+# (SLURM_MPI_TYPE set: whatever srun this host has, no --mpi=pmix is added.)
+line=$(SLURM_MPI_TYPE=pmix "$work/moved/bin/optireduce-run" --dry-run -- srun -n 2 ./x 2>&1)
 expected="srun --export=ALL,LD_PRELOAD=$work/moved/$libdir/liboptireduce.so -n 2 ./x"
 [ "$line" = "$expected" ] && pass "moved tree: $line" || fail "moved tree: optireduce-run printed '$line', expected '$expected'"
 mv "$work/moved" "$prefix"

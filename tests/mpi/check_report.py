@@ -49,6 +49,7 @@ def check_rank(entry, args):
         fail(f"{where}: latency_us is {latency!r}, expected numbers p50, p99, max")
     if not 0 < latency["p50"] <= latency["p99"] <= latency["max"]:
         fail(f"{where}: latency_us is {latency!r}, expected 0 < p50 <= p99 <= max")
+    check_new_fields(entry, where, args)
     transports = entry.get("transports", "")
     for want in args.transport_includes:
         if want not in transports:
@@ -56,6 +57,65 @@ def check_rank(entry, args):
     for unwanted in args.transport_excludes:
         if unwanted in transports:
             fail(f"{where}: transports is {transports!r}, which must not use {unwanted!r}")
+
+
+def check_new_fields(entry, where, args):
+    """The cost fields: passthrough reasons, time in allreduce, size classes, cut calls, late data."""
+    reasons = entry.get("passthrough_by_reason")
+    if not isinstance(reasons, dict) or not all(isinstance(n, int) for n in reasons.values()):
+        fail(f"{where}: passthrough_by_reason is {reasons!r}, expected counts by reason")
+    if sum(reasons.values()) != entry["passthrough_calls"]:
+        fail(f"{where}: passthrough_by_reason {reasons} does not add up to passthrough_calls {entry['passthrough_calls']}")
+    for name, want in args.reason:
+        if reasons.get(name) != want:
+            fail(f"{where}: passthrough_by_reason[{name!r}] is {reasons.get(name)!r}, expected {want} ({reasons})")
+    times = entry.get("time_in_allreduce_us")
+    if not isinstance(times, dict) or not all(number(times.get(k)) and times[k] >= 0 for k in ("engine", "passthrough")):
+        fail(f"{where}: time_in_allreduce_us is {times!r}, expected non-negative numbers engine, passthrough")
+    classes = entry.get("size_classes")
+    if not isinstance(classes, list) or sum(c.get("calls", 0) for c in classes) != entry["intercepted_calls"]:
+        fail(f"{where}: size_classes {classes!r} do not add up to intercepted_calls {entry['intercepted_calls']}")
+    for c in classes:
+        lat = c.get("latency_us", {})
+        if c["bytes_below"] != 2 * c["bytes_from"] or not 0 < lat.get("p50", 0) <= lat.get("p99", 0) <= lat.get("max", 0):
+            fail(f"{where}: size class {c!r}: expected [2^k, 2^(k+1)) bytes and 0 < p50 <= p99 <= max")
+    if not 0 <= entry.get("cut_calls", -1) <= entry.get("bounded_calls", 0):
+        fail(f"{where}: cut_calls is {entry.get('cut_calls')!r}, expected 0 to bounded_calls {entry.get('bounded_calls')}")
+    late = entry.get("late_arrivals")
+    if not isinstance(late, dict) or not all(number(late.get(k)) and late[k] >= 0 for k in ("messages", "bytes", "wait_us",
+                                                                                     "call_wait_us")):
+        fail(f"{where}: late_arrivals is {late!r}, expected non-negative messages, bytes, wait_us, call_wait_us")
+    if late["call_wait_us"] > late["wait_us"] * (1 + 1e-9):
+        fail(f"{where}: late_arrivals {late!r}: the wait per call exceeds the sum over messages")
+
+
+def check_top(report, args):
+    """The library version and every effective setting (the names optireduce-info lists)."""
+    if args.version is not None and report.get("version") != args.version:
+        fail(f"version is {report.get('version')!r}, expected {args.version!r}")
+    config = report.get("config")
+    if not isinstance(config, dict):
+        fail(f"config is {config!r}, expected an object")
+    if args.info_tool:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OPTIREDUCE_")}
+        info = json.loads(subprocess.run([args.info_tool, "--json"], capture_output=True, text=True, env=env,
+                                         check=True).stdout)
+        want = sorted(p["name"][len("OPTIREDUCE_"):].lower() for p in info["config"])
+        if sorted(config) != want:
+            fail(f"config has {sorted(config)}, expected every parameter of optireduce-info: {want}")
+    for key, value in args.config:
+        if config.get(key) != value:
+            fail(f"config[{key!r}] is {config.get(key)!r}, expected {value!r}")
+
+
+def name_count(text):
+    name, _, count = text.partition("=")
+    return name, int(count)
+
+
+def name_value(text):
+    name, _, value = text.partition("=")
+    return name, value
 
 
 def main():
@@ -66,6 +126,12 @@ def main():
     parser.add_argument("--passthrough", type=int, help="exact passthrough_calls of every rank")
     parser.add_argument("--min-passthrough", type=int, default=0)
     parser.add_argument("--bytes", type=int, help="exact bytes_reduced of every rank")
+    parser.add_argument("--reason", action="append", default=[], type=name_count, metavar="NAME=N",
+                        help="exact passthrough_by_reason[NAME] of every rank")
+    parser.add_argument("--config", action="append", default=[], type=name_value, metavar="KEY=VALUE",
+                        help="the report's config[KEY] (the effective value's text)")
+    parser.add_argument("--version", help="the report's library version")
+    parser.add_argument("--info-tool", help="optireduce-info: config must hold every parameter it lists")
     parser.add_argument("--transport-includes", action="append", default=[])
     parser.add_argument("--transport-excludes", action="append", default=[])
     parser.add_argument("command", nargs=argparse.REMAINDER)
@@ -98,6 +164,7 @@ def main():
     seen = sorted(entry.get("rank", -1) for entry in ranks)
     if seen != list(range(args.ranks)):
         fail(f"'ranks' covers ranks {seen}, expected 0..{args.ranks - 1} once each")
+    check_top(report, args)
     for entry in ranks:
         check_rank(entry, args)
     print(f"check_report: PASS: {args.report}: {len(ranks)} ranks, intercepted_calls "

@@ -63,8 +63,10 @@ def run_tool(tool, path, png):
 def check_report(args, png):
     with open(args.report) as f:
         report = json.load(f)
-    rows = table_rows(run_tool(args.tool, args.report, png), "rank")
+    text = run_tool(args.tool, args.report, png)
+    rows = table_rows(text, "rank")
     ranks = report["ranks"]
+    check_cost_columns(text, rows, ranks, args)
     check(sorted(rows) == sorted([str(r) for r in range(args.ranks)] + ["all"]), f"one row per rank and 'all' ({sorted(rows)})")
     for r in ranks:
         row = rows.get(str(r["rank"]), [])
@@ -81,6 +83,39 @@ def check_report(args, png):
             f"{max(r['latency_us']['p50'] for r in ranks) / 1000:.3f}"]
     check(total[1:8] == want, f"all: {total[1:8]} == {want}")
     return dropped
+
+
+def check_cost_columns(text, rows, ranks, args):
+    """cut, time_s and late_wait_s per rank and summed; the size-class table; reasons; the cost line."""
+    seconds = lambda us: f"{us / 1e6:.3f}"  # noqa: E731
+    for r in ranks + [None]:
+        group = ranks if r is None else [r]
+        row = rows.get("all" if r is None else str(r["rank"]), [])
+        want = [str(sum(x["cut_calls"] for x in group)),
+                seconds(sum(sum(x["time_in_allreduce_us"].values()) for x in group)),
+                seconds(sum(x["late_arrivals"]["call_wait_us"] for x in group))]
+        check(row[12:15] == want, f"{'all' if r is None else 'rank ' + str(r['rank'])}: cut, time_s, late_wait_s "
+              f"{row[12:15]} == {want}")
+    classes = table_rows(text, "size_class")
+    want = {}
+    for r in ranks:
+        for c in r["size_classes"]:
+            want[c["bytes_from"]] = want.get(c["bytes_from"], 0) + c["calls"]
+    shown = {k: v[1] for k, v in classes.items()}
+    check(sorted(map(int, shown.values())) == sorted(want.values()) and sum(want.values()) == args.ranks * args.calls,
+          f"size classes: calls {shown} == {want}")
+    # 32768 floats per call: every call is in the 128K-256K class.
+    check(list(shown) == ["128K-256K"], f"the calls' size class is 128K-256K ({list(shown)})")
+    reasons = {}
+    for r in ranks:
+        for name, n in r["passthrough_by_reason"].items():
+            reasons[name] = reasons.get(name, 0) + n
+    line = " ".join(f"{k}={n}" for k, n in sorted(reasons.items()) if n) or "none"
+    check(f"passthrough by reason: {line}" in text, f"passthrough by reason: {line}")
+    dropped = sum(r["entries_dropped"] for r in ranks)
+    cost = (f"cost: deadlines saved {seconds(sum(r['late_arrivals']['call_wait_us'] for r in ranks))} s of waiting, cost "
+            f"{100 * dropped / (args.ranks * args.calls * args.entries):.4f} % of entries")
+    check(cost in text, cost)
 
 
 def check_trace(args, png, report_dropped):

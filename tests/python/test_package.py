@@ -167,7 +167,7 @@ class ReportTool(unittest.TestCase):
         self.assertEqual(rows["all"][6], "0.0977")  # 2048 of 2**21 entries
         self.assertEqual(rows["0"][7:11], ["1.500", "3.000", "4.000", "2.000"])
         self.assertIn("deadline_saved_s: total 2, max 1.25", lines)
-        self.assertIn("passthrough_by_reason: datatype=1 device=3 nonblocking=1", lines)
+        self.assertIn("passthrough by reason: datatype=1 device=3 nonblocking=1", lines)
         self.assertTrue(any(line.startswith("size_classes: [{'bytes': 1048576") for line in lines))
         self.assertIn("job: {'time_in_allreduce_s': 3.5}", lines)
 

@@ -1,5 +1,7 @@
 """The PNG: for a trace, the latency CDF and, over the calls, the deadlines and the dropped
-fraction; for a report (which holds only percentiles), latency and dropped fraction per rank."""
+fraction; for a report (which holds only percentiles), latency per rank and per size class, and
+the dropped fraction per rank."""
+from .summary import byte_text
 
 
 def _pyplot():
@@ -52,7 +54,7 @@ def report_png(report, path):
     plt = _pyplot()
     ranks = report.ranks
     labels = [str(r.get("rank", "?")) for r in ranks]
-    figure, (latency, dropped) = plt.subplots(2, 1, figsize=(8, 7))
+    figure, (latency, classes, dropped) = plt.subplots(3, 1, figsize=(8, 10))
     width = 0.25
     for i, q in enumerate(("p50", "p99", "max")):
         values = [(r.get("latency_us") or {}).get(q) or 0 for r in ranks]
@@ -62,6 +64,7 @@ def report_png(report, path):
     latency.set_ylabel("latency (ms)")
     latency.set_title("latency percentiles per rank (an OPTIREDUCE_TRACE gives the whole CDF)")
     latency.legend()
+    _size_classes(classes, ranks, width)
     fraction = [100 * (r.get("entries_dropped") or 0) / max(1, r.get("entries_reduced") or 0) for r in ranks]
     dropped.bar(range(len(ranks)), fraction, color="tab:red")
     dropped.set_xticks(range(len(ranks)), labels)
@@ -71,3 +74,25 @@ def report_png(report, path):
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
+
+
+def _size_classes(axes, ranks, width):
+    """p50 and p99 per size class, the worst rank's."""
+    worst = {}
+    for r in ranks:
+        for c in r.get("size_classes") or []:
+            q = c.get("latency_us") or {}
+            p50, p99 = worst.get(c.get("bytes_from", 0), (0, 0))
+            worst[c.get("bytes_from", 0)] = (max(p50, q.get("p50") or 0), max(p99, q.get("p99") or 0))
+    starts = sorted(worst)
+    for i, (q, label) in enumerate(((0, "p50"), (1, "p99"))):
+        axes.bar([x + (i - 0.5) * width for x in range(len(starts))], [worst[s][q] / 1000 for s in starts], width,
+                 label=label)
+    axes.set_xticks(range(len(starts)), [byte_text(s) + "+" for s in starts])
+    axes.set_xlim(-0.75, len(starts) - 0.25)
+    axes.set_xlabel("size class (bytes per call, up to twice the label)")
+    axes.set_ylabel("latency (ms)")
+    axes.set_title("latency per size class (worst rank)")
+    if starts:
+        axes.legend()
+

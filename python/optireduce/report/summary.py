@@ -4,7 +4,8 @@ import math
 # Per-rank report fields shown as table columns (the rest is listed below the table).
 _REPORT_SHOWN = {"rank", "host", "intercepted_calls", "passthrough_calls", "bounded_calls", "fallback_calls",
                  "bytes_reduced", "entries_reduced", "entries_dropped", "dropped_fraction", "latency_us",
-                 "deadline_us", "divergent_calls", "topology", "transports"}
+                 "deadline_us", "divergent_calls", "topology", "transports", "cut_calls", "time_in_allreduce_us",
+                 "late_arrivals", "passthrough_by_reason"}
 
 
 def percentile(values, q):
@@ -32,6 +33,28 @@ def _quantiles(entry, field):
     return q if isinstance(q, dict) else {}
 
 
+def _s(us):
+    return f"{us / 1e6:.3f}"
+
+
+def _time_us(entry):
+    times = entry.get("time_in_allreduce_us")
+    return sum(v for v in times.values() if isinstance(v, (int, float))) if isinstance(times, dict) else 0
+
+
+def _late_us(entry):
+    late = entry.get("late_arrivals")
+    return late.get("call_wait_us", 0) if isinstance(late, dict) else 0
+
+
+def byte_text(n):
+    """1048576 -> '1M': the form OPTIREDUCE_* byte settings take."""
+    for shift, suffix in ((30, "G"), (20, "M"), (10, "K")):
+        if n and n % (1 << shift) == 0:
+            return f"{n >> shift}{suffix}"
+    return str(n)
+
+
 def _table(header, rows):
     widths = [max(len(str(c)) for c in column) for column in zip(header, *rows)]
     # Labels left, numbers right.
@@ -43,7 +66,7 @@ def _table(header, rows):
 def report_table(report):
     ranks = report.ranks
     header = ["rank", "intercepted", "passthrough", "bounded", "fallback", "MiB", "dropped%", "lat_p50_ms",
-              "lat_p99_ms", "lat_max_ms", "deadline_p50_ms", "divergent"]
+              "lat_p99_ms", "lat_max_ms", "deadline_p50_ms", "divergent", "cut", "time_s", "late_wait_s"]
     rows = []
     for r in ranks:
         lat, dl = _quantiles(r, "latency_us"), _quantiles(r, "deadline_us")
@@ -52,7 +75,7 @@ def report_table(report):
                      f"{_int(r.get('bytes_reduced')) / 2**20:.2f}",
                      _pct(_int(r.get("entries_dropped")), _int(r.get("entries_reduced"))),
                      _ms(lat.get("p50")), _ms(lat.get("p99")), _ms(lat.get("max")), _ms(dl.get("p50") or None),
-                     _int(r.get("divergent_calls"))])
+                     _int(r.get("divergent_calls")), _int(r.get("cut_calls")), _s(_time_us(r)), _s(_late_us(r))])
 
     def total(field):
         return sum(_int(r.get(field)) for r in ranks)
@@ -66,21 +89,68 @@ def report_table(report):
                  total("fallback_calls"), f"{total('bytes_reduced') / 2**20:.2f}",
                  _pct(total("entries_dropped"), total("entries_reduced")), _ms(worst("latency_us", "p50")),
                  _ms(worst("latency_us", "p99")), _ms(worst("latency_us", "max")),
-                 _ms(worst("deadline_us", "p50") or None), total("divergent_calls")])
+                 _ms(worst("deadline_us", "p50") or None), total("divergent_calls"), total("cut_calls"),
+                 _s(sum(_time_us(r) for r in ranks)), _s(sum(_late_us(r) for r in ranks))])
     lines = [f"optireduce report {report.path}: library {report.version}, {len(ranks)} ranks",
              "config: " + " ".join(f"{k}={v}" for k, v in report.config.items()),
              _table(header, rows),
-             "(row all: sums; latency and deadline of the worst rank)"]
+             "(row all: sums; latency and deadline of the worst rank; cut: bounded calls a deadline closed before "
+             "all data was in; late_wait_s: the wait the deadlines saved, per call how late the last of its data came "
+             "that arrived after it closed)",
+             _cost(ranks)]
+    lines += _size_class_table(ranks) + _reasons(ranks)
     lines += _other_fields(ranks)
     lines += [f"{k}: {v}" for k, v in report.extra.items()]
     return "\n".join(lines)
 
 
+def _cost(ranks):
+    dropped = sum(_int(r.get("entries_dropped")) for r in ranks)
+    entries = sum(_int(r.get("entries_reduced")) for r in ranks)
+    return (f"cost: deadlines saved {sum(_late_us(r) for r in ranks) / 1e6:.3f} s of waiting, cost "
+            f"{_pct(dropped, entries)} % of entries")
+
+
+def _known_size_classes(entry):
+    classes = entry.get("size_classes")
+    return isinstance(classes, list) and all(isinstance(c, dict) and isinstance(c.get("bytes_from"), int)
+                                             for c in classes)
+
+
+def _size_class_table(ranks):
+    """Engine calls per size class: calls and cut calls summed, latency of the worst rank."""
+    classes = {}
+    for r in ranks:
+        for c in r.get("size_classes") if _known_size_classes(r) else []:
+            classes.setdefault(c["bytes_from"], []).append(c)
+    if not classes:
+        return []
+    rows = []
+    for start in sorted(classes):
+        group = classes[start]
+        worst = lambda q: max((_quantiles(c, "latency_us").get(q) or 0) for c in group)  # noqa: E731
+        rows.append([f"{byte_text(start)}-{byte_text(2 * start)}", sum(_int(c.get("calls")) for c in group),
+                     sum(_int(c.get("cut_calls")) for c in group), _ms(worst("p50")), _ms(worst("p99")),
+                     _ms(worst("max"))])
+    return ["", _table(["size_class", "calls", "cut", "lat_p50_ms", "lat_p99_ms", "lat_max_ms"], rows),
+            "(size class: bytes per call, [from, below); calls summed over ranks, latency of the worst rank)"]
+
+
+def _reasons(ranks):
+    summed = {}
+    for r in ranks:
+        for name, n in (r.get("passthrough_by_reason") or {}).items():
+            summed[name] = summed.get(name, 0) + _int(n)
+    shown = " ".join(f"{name}={n}" for name, n in sorted(summed.items()) if n)
+    return [f"passthrough by reason: {shown or 'none'}"] if summed else []
+
+
 def _other_fields(ranks):
     """Everything the table does not show, summed (numbers) or listed (the rest) over the ranks."""
     names = []
+    shown = _REPORT_SHOWN | ({"size_classes"} if all(_known_size_classes(r) for r in ranks) else set())
     for r in ranks:
-        names += [k for k in r if k not in _REPORT_SHOWN and k not in names]
+        names += [k for k in r if k not in shown and k not in names]
     lines = []
     for name in names:
         values = [r[name] for r in ranks if name in r]
