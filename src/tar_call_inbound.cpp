@@ -1,0 +1,80 @@
+// What a call does with each message that arrives: classified first (inbound.hpp), then handed
+// to the phase, the fill agreement or the failure protocol it belongs to.
+#include <chrono>
+
+#include "optireduce/engine/tar_call.hpp"
+
+namespace optireduce {
+
+void TarCall::handle(const InboundMessage& message) {
+  CallView view{s_.rank, s_.ranks, s_.comm_id, s_.epoch, s_.in_call, &s_.layout};
+  const Inbound in = classify(message, view);
+  switch (in.kind) {
+    case InboundKind::malformed: ++s_.rejects.malformed; return;
+    case InboundKind::foreign: ++s_.rejects.foreign; return;
+    case InboundKind::stale:
+      ++s_.rejects.stale;
+      // Only data counts as what the deadline did not wait for; control messages (the second
+      // copy of a missing list, a done) come after a call by design.
+      if (in.header.kind == MessageKind::scatter_chunk || in.header.kind == MessageKind::gather_chunk)
+        s_.note_late(in.header.epoch, message.arrived, message.payload_size);
+      return;
+    case InboundKind::misplaced: ++s_.rejects.misplaced; return;
+    case InboundKind::ignored: return;
+    case InboundKind::early:
+      if (!s_.early.keep(in.header, s_.epoch, message)) ++s_.rejects.overflow;
+      return;
+    case InboundKind::peer_done: s_.done_from[in.header.source] = 1; return;
+    case InboundKind::scatter_chunk: return on_scatter_chunk(in, message);
+    case InboundKind::gather_chunk: return on_gather_chunk(in, message);
+    case InboundKind::missing_list: return on_missing_list(in, message);
+    case InboundKind::call_failed: return on_call_failed(in, message);
+  }
+}
+
+void TarCall::on_scatter_chunk(const Inbound& in, const InboundMessage& message) {
+  const int source = static_cast<int>(in.header.source);
+  s_.stamps.note(in.header.source, in.header.stamp_scatter, in.header.stamp_gather);
+  if (in.header.last_slice()) s_.last_slices[0].note(source);
+  if (injects_faults() && s_.faults.drop_received_chunk()) return;
+  switch (s_.scatter.accept(source, in.chunk, message)) {
+    case Accepted::duplicate: ++s_.rejects.duplicate; break;
+    case Accepted::closed:
+      ++s_.rejects.stale;
+      s_.late.add(s_.epoch, std::chrono::duration<double, std::micro>(message.arrived - scatter_closed_).count(),
+                  message.payload_size);
+      break;
+    case Accepted::taken: last_arrival_ = message.arrived; break;
+    case Accepted::unreadable: break;
+  }
+}
+
+void TarCall::on_gather_chunk(const Inbound& in, const InboundMessage& message) {
+  const int owner = static_cast<int>(in.header.source);
+  s_.stamps.note(in.header.source, in.header.stamp_scatter, in.header.stamp_gather);
+  if (in.header.last_slice()) s_.last_slices[1].note(owner);
+  if (injects_faults() && s_.faults.drop_received_chunk()) return;
+  if (s_.gather.has(owner, in.chunk)) {
+    ++s_.rejects.duplicate;
+    return;
+  }
+  // An owner whose deadline passed without this rank's contribution may answer before this
+  // rank's encode of that shard is done.
+  if (transformed_) s_.hadamard.await_encoded(owner);
+  if (s_.gather.accept(owner, in.chunk, message, gather_target()) != Accepted::taken) return;
+  last_arrival_ = message.arrived;
+  if (transformed_ && s_.gather.shard_complete(owner)) s_.hadamard.shard_final(owner);
+  if (in.header.partial()) s_.ledger.drop(s_.ledger.global_chunk(owner, in.chunk), in.header.length);
+}
+
+void TarCall::on_missing_list(const Inbound& in, const InboundMessage& message) {
+  s_.stamps.note(in.header.source, in.header.stamp_scatter, in.header.stamp_gather);
+  const auto piece = bounded() ? s_.fill.piece_of(in.header, message.payload_size) : std::nullopt;
+  if (!piece) {
+    ++s_.rejects.misplaced;
+    return;
+  }
+  s_.fill.accept(static_cast<int>(in.header.source), *piece, in.header, message);
+}
+
+}  // namespace optireduce
