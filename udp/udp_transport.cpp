@@ -12,9 +12,6 @@
 namespace optireduce::udp {
 namespace {
 
-// Asked of the kernel for each socket (it doubles both): a call's worth of datagrams in flight.
-constexpr std::size_t kReceiveBufferBytes = 8u << 20;
-constexpr std::size_t kSendBufferBytes = 4u << 20;
 // Pacing: the most put in front of the network at once (two full GSO sends), and how far above
 // the rate calibration measured the bucket refills (that rate includes the ranks' skew).
 constexpr double kBurstBytes = 2.0 * kMaxUdpPayload;
@@ -51,9 +48,9 @@ Status UdpTransport::start() {
       continue;
     }
     OR_RETURN_IF_ERROR(c.socket.forbid_fragmentation());
-    c.socket.size_send_buffer(kSendBufferBytes);
+    c.socket.size_send_buffer(kWantedSendBufferBytes);
     c.socket.enable_gro();
-    const auto granted = c.socket.size_receive_buffer(kReceiveBufferBytes);
+    const auto granted = c.socket.size_receive_buffer(kWantedReceiveBufferBytes);
     c.endpoint = {li.name, li.ip, c.socket.port(), li.prefix, li.loopback, li.mtu, static_cast<std::uint32_t>(granted)};
     candidates_.push_back(std::move(c));
   }
@@ -104,8 +101,9 @@ void UdpTransport::reply(int peer, datagram::Kind kind, std::span<const std::byt
   sender_->send_control(std::move(one));
 }
 
-void UdpTransport::progress() {
+void UdpTransport::progress(bool readable) {
   sender_->flush();
+  if (!readable) return;
   receive_->read(socket_.fd(), *inbound_, kReadBatches);
   sender_->flush();  // pongs that came in may have opened windows
 }
@@ -119,23 +117,27 @@ Status UdpTransport::poll(Clock::time_point deadline, const std::function<void(c
   inbound_->listen(&on_message);
   const std::size_t before = inbound_->delivered();
   inbound_->deliver_kept();
-  for (;;) {
-    progress();
+  // The socket is read when a wait says it is readable (and once at first): a wait that ended
+  // for the pacing or a window's retry only sends, without a recvmmsg that finds nothing.
+  for (bool readable = true;;) {
+    progress(readable);
     if (inbound_->delivered() > before) return Status::Ok();
     if (Clock::now() >= deadline) return Timeout("udp: nothing arrived before the deadline");
-    wait(deadline);
+    readable = wait(deadline);
   }
 }
 
-// Blocks on the socket until a datagram arrives, the sender can move again, or `until`.
-void UdpTransport::wait(Clock::time_point until) {
+// Blocks on the socket until a datagram arrives, the sender can move again, or `until`; true
+// unless the socket is known to have nothing to read.
+bool UdpTransport::wait(Clock::time_point until) {
   const auto now = Clock::now();
   until = std::min({until, sender_->next_attempt(now), now + kLongestWait});
-  if (until <= now) return;
+  if (until <= now) return true;
   const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(until - now).count();
   const timespec ts{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
   pollfd pfd{socket_.fd(), static_cast<short>(POLLIN | (sender_->waiting_for_room() ? POLLOUT : 0)), 0};
-  ::ppoll(&pfd, 1, &ts, nullptr);
+  const int n = ::ppoll(&pfd, 1, &ts, nullptr);
+  return n != 0 && (n < 0 || (pfd.revents & (POLLIN | POLLERR)) != 0);
 }
 
 TransportTraits UdpTransport::traits() const {

@@ -56,8 +56,8 @@ class UdpTransport final : public Transport, private datagram::ControlReplies {
   Status open_path(const std::vector<Address>& all);
   Status probe(Clock::time_point deadline);
   void greet(const std::vector<int>& peers);
-  void progress();
-  void wait(Clock::time_point until);
+  void progress(bool readable = true);
+  bool wait(Clock::time_point until);
 
   UdpSettings settings_;
   std::vector<Candidate> candidates_;
