@@ -37,6 +37,8 @@ UdpTransport::UdpTransport(const UdpSettings& settings)
 // port can travel in the address; connect() keeps the one the path needs.
 Status UdpTransport::start() {
   std::vector<LocalInterface> interfaces;
+  OR_CHECK(settings_.fec_group <= datagram::kMaxFecGroup, invalid,
+           "udp: FEC groups of " + std::to_string(settings_.fec_group) + " datagrams");
   OR_RETURN_IF_ERROR(ipv4_interfaces(interfaces));
   for (const LocalInterface& li : interfaces) {
     if (candidates_.size() == Address::kMaxEndpoints) break;
@@ -60,6 +62,7 @@ Status UdpTransport::start() {
   OR_RETURN_IF_ERROR(datagram::draw_secret(secret_));
   Address mine;
   mine.authenticate = settings_.authenticate;
+  mine.fec_group = settings_.fec_group;
   mine.secret = secret_;
   mine.host = datagram::this_host();
   for (const auto& c : candidates_) mine.endpoints.push_back(c.endpoint);
@@ -81,7 +84,11 @@ Status UdpTransport::send(int peer, Lane lane, std::span<const std::byte> header
     sender_->send_control(std::move(twice));
     return Status::Ok();
   }
-  sender_->queue_data(Outgoing::referencing(peer, sealer_.seal(peer, datagram::Kind::data, header, payload), header, payload));
+  const std::uint64_t sequence = sealer_.next_sequence(peer);
+  Outgoing datagram = Outgoing::referencing(peer, sealer_.seal(peer, datagram::Kind::data, header, payload), header, payload);
+  const bool full = parity_.enabled() && parity_.add(sequence, datagram, Clock::now());
+  sender_->queue_data(std::move(datagram));
+  if (full) close_parity_group(peer);
   if (sender_->queued_bytes(peer) >= kEagerFlushBytes) sender_->flush();
   return Status::Ok();
 }
@@ -91,8 +98,18 @@ std::size_t UdpTransport::sends_in_flight(int peer) const {
 }
 
 bool UdpTransport::abandon_queued_sends() {
-  if (connected_) sender_->abandon_data();
+  if (!connected_) return true;
+  sender_->abandon_data();
+  parity_.drop_open();  // a parity must cover only datagrams that left
   return true;  // sendmsg copied whatever left: nothing references a buffer any more
+}
+
+// The parity of `peer`'s group, queued behind its members (it counts in the window like data).
+void UdpTransport::close_parity_group(int peer) {
+  std::vector<std::byte> table, parity;
+  parity_.close(peer, table, parity);
+  sender_->queue_data(Outgoing::copied(peer, sealer_.seal(peer, datagram::Kind::parity, table, parity), table, parity));
+  ++counters_.fec_parity_sent;
 }
 
 void UdpTransport::reply(int peer, datagram::Kind kind, std::span<const std::byte> body) {
@@ -102,6 +119,8 @@ void UdpTransport::reply(int peer, datagram::Kind kind, std::span<const std::byt
 }
 
 void UdpTransport::progress(bool readable) {
+  if (parity_.enabled())
+    for (int peer : parity_.lingering(Clock::now())) close_parity_group(peer);
   sender_->flush();
   if (!readable) return;
   receive_->read(socket_.fd(), *inbound_, kReadBatches);
@@ -131,7 +150,7 @@ Status UdpTransport::poll(Clock::time_point deadline, const std::function<void(c
 // unless the socket is known to have nothing to read.
 bool UdpTransport::wait(Clock::time_point until) {
   const auto now = Clock::now();
-  until = std::min({until, sender_->next_attempt(now), now + kLongestWait});
+  until = std::min({until, sender_->next_attempt(now), parity_.next_close(), now + kLongestWait});
   if (until <= now) return true;
   const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(until - now).count();
   const timespec ts{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
@@ -145,18 +164,20 @@ TransportTraits UdpTransport::traits() const {
   t.reliable = false;
   t.ordered = false;
   t.can_abandon_sends = true;
-  t.max_message_bytes = datagram_bytes_ > datagram::Header::kSize ? datagram_bytes_ - datagram::Header::kSize : 0;
+  const std::size_t overhead = datagram::Header::kSize + parity_.parity_room();
+  t.max_message_bytes = datagram_bytes_ > overhead ? datagram_bytes_ - overhead : 0;
   return t;
 }
 
 std::string UdpTransport::describe() const {
   if (!connected_) return "udp (not connected)";
   std::string d = "udp " + endpoint_.iface;
+  const std::string fec = parity_.enabled() ? " fec " + std::to_string(settings_.fec_group) : "";
   if (sender_->gso()) {
     const std::size_t run = std::min(kMaxGsoSegments, kMaxUdpPayload / datagram_bytes_);
-    return d + " gso " + std::to_string(datagram_bytes_) + "x" + std::to_string(run);
+    return d + " gso " + std::to_string(datagram_bytes_) + "x" + std::to_string(run) + fec;
   }
-  return d + " " + std::to_string(datagram_bytes_) + "B";
+  return d + " " + std::to_string(datagram_bytes_) + "B" + fec;
 }
 
 void UdpTransport::suggest_pace(double bytes_per_s) {

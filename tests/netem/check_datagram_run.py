@@ -4,7 +4,7 @@
 transport's counters), the emulator's counters (the loss hit the job) and, with --stranger, the
 strangers' counts and the rejections they caused on every rank.
 
-    check_datagram_run.py --work DIR --permille P --ranks N --hosts H --transport-prefix TEXT [--stranger]
+    check_datagram_run.py --work DIR --permille P --ranks N --hosts H --transport-prefix TEXT [--stranger] [--fec]
 """
 import argparse
 import glob
@@ -39,6 +39,8 @@ def check_ranks(report, args, bad):
         for field in ("messages_sent", "messages_received", "send_calls", "receive_calls"):
             if c.get(field, 0) <= 0:
                 bad.append(f"{where}: transport counter {field} is {c.get(field)}")
+        if args.fec and (c.get("fec_parity_sent", 0) == 0 or c.get("fec_repaired", 0) == 0):
+            bad.append(f"{where}: with FEC, {c.get('fec_parity_sent', 0)} parity datagrams sent, {c.get('fec_repaired', 0)} repaired")
         if args.stranger and reasons.get("unauthenticated", 0) + reasons.get("malformed", 0) == 0:
             bad.append(f"{where}: the stranger's datagrams do not show among the rejected ones: {reasons}")
 
@@ -80,6 +82,7 @@ def main():
     p.add_argument("--hosts", type=int, default=1)
     p.add_argument("--transport-prefix", required=True)
     p.add_argument("--stranger", action="store_true")
+    p.add_argument("--fec", action="store_true", help="the transport sent parity: every rank must have repaired some")
     args = p.parse_args()
     bad = []
     check_ranks(load(args.work, "report.json"), args, bad)

@@ -14,15 +14,18 @@
 # datagrams at every UDP socket bound there: nothing may crash or be corrupted, and the report
 # must show the rejected datagrams on every rank. With --small-buffers CAP_LIBRARY the ranks
 # see an unprivileged user's socket buffers (socket_buffer_cap.cpp, the kernel's default
-# limits), and the transport must say which datagram size it chose (--expect TEXT).
+# limits), and the transport must say which datagram size it chose (--expect TEXT). With --fec G
+# the transport sends a parity datagram per G (OPTIREDUCE_FEC): the case then expects the loss of
+# a clean network (what the parity cannot repair stays within its 1 % slack), and every rank
+# must have repaired datagrams.
 #
-#   datagram_under_loss.sh [--stranger] [--small-buffers CAP_LIBRARY --expect TEXT]
+#   datagram_under_loss.sh [--stranger] [--small-buffers CAP_LIBRARY --expect TEXT] [--fec G]
 #       --transport udp|ofi --net loopback|cluster:H:R --permille P [--chunk BYTES]
 #       TIMEOUT_EXE SECONDS MPIEXEC LIBRARY CHECK WORKDIR
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-stranger=0 transport="" net="" permille="" chunk=1K cap_lib="" expect=""
+stranger=0 transport="" net="" permille="" chunk=1K cap_lib="" expect="" fec=0
 while [[ ${1:-} == --* ]]; do
   case $1 in
     --stranger) stranger=1; shift ;;
@@ -32,13 +35,14 @@ while [[ ${1:-} == --* ]]; do
     --chunk) chunk=$2; shift 2 ;;
     --small-buffers) cap_lib=$2; shift 2 ;;
     --expect) expect=$2; shift 2 ;;
+    --fec) fec=$2; shift 2 ;;
     *) echo "datagram_under_loss.sh: unknown option $1"; exit 2 ;;
   esac
 done
-[ $# -eq 6 ] && [ -n "$transport" ] && [ -n "$net" ] && [ -n "$permille" ] || { sed -n '2,26p' "$0"; exit 2; }
+[ $# -eq 6 ] && [ -n "$transport" ] && [ -n "$net" ] && [ -n "$permille" ] || { sed -n '2,30p' "$0"; exit 2; }
 timeout_exe=$1 seconds=$2 mpiexec=$3 lib=$4 check=$5 work=$6
-small=()
-[ -z "$cap_lib" ] || small=(-x EMULATED_RMEM_MAX=212992 -x EMULATED_WMEM_MAX=212992)
+extra=()  # settings of --small-buffers and --fec
+[ -z "$cap_lib" ] || extra=(-x EMULATED_RMEM_MAX=212992 -x EMULATED_WMEM_MAX=212992)
 hosts=1 per_host=4
 if [[ $net =~ ^cluster:([0-9]+):([0-9]+)$ ]]; then
   hosts=${BASH_REMATCH[1]} per_host=${BASH_REMATCH[2]}
@@ -61,7 +65,8 @@ drop=$(awk -v pm="$permille" -v h="$hosts" -v r="$per_host" 'BEGIN {
   if (h == 1) { printf "%.6g", p; exit }
   n = h * r; remote = n - r; path = 1 - (1 - p) ^ 2
   printf "%.6g", 1 - (1 - path) ^ (remote / (n - 1)) }')
-settings=(-x LD_PRELOAD="$lib${cap_lib:+:$cap_lib}" "${small[@]}" -x OPTIREDUCE_TRANSPORT="$transport" -x OPTIREDUCE_MODE=bounded
+[ "$fec" = 0 ] || { drop=0; extra+=(-x OPTIREDUCE_FEC="$fec"); }
+settings=(-x LD_PRELOAD="$lib${cap_lib:+:$cap_lib}" "${extra[@]}" -x OPTIREDUCE_TRANSPORT="$transport" -x OPTIREDUCE_MODE=bounded
   -x OPTIREDUCE_MIN_BYTES=0 -x OPTIREDUCE_CALIBRATION_CALLS=5 -x OPTIREDUCE_CHUNK_BYTES="$chunk"
   -x OPTIREDUCE_LOSS_BUDGET=1 -x OPTIREDUCE_HADAMARD=off -x MPITEST_NETWORK_DROP="$drop"
   -x OPTIREDUCE_REPORT="$work/report.json")
@@ -86,4 +91,4 @@ cmd=("${wrapper[@]}" bash -c "$strangers $job_line; rc=\$?; touch '$work/stop'; 
 run_job "$seconds" "${cmd[@]}"
 [ -n "$expect" ] || expect=$([ "$transport" = ofi ] && echo "udp/" || { [ "$hosts" = 1 ] && echo "udp lo " || echo "udp eth0 gso "; })
 /usr/bin/python3 "$here/check_datagram_run.py" --work "$work" --permille "$permille" --ranks "$ranks" \
-  --hosts "$hosts" --transport-prefix "$expect" $( ((stranger)) && echo --stranger)
+  --hosts "$hosts" --transport-prefix "$expect" $( ((stranger)) && echo --stranger) $([ "$fec" = 0 ] || echo --fec)
