@@ -12,10 +12,17 @@
 namespace optireduce::udp {
 namespace {
 
-// Pacing: the most put in front of the network at once (two full GSO sends), and how far above
-// the rate calibration measured the bucket refills (that rate includes the ranks' skew).
-constexpr double kBurstBytes = 2.0 * kMaxUdpPayload;
+// Pacing: how far above the rate calibration measured the bucket refills (that rate includes
+// the ranks' skew).
 constexpr double kPaceHeadroom = 2.0;
+// The bucket holds what the rate sends in this long (at least two full GSO sends): a burst a
+// switch's buffer absorbs, and few enough wake-ups that a rank sharing its core with others is
+// not descheduled between every two datagrams (a bucket of two datagrams woke the sender after
+// every two, each time for one sendmmsg of two datagrams).
+constexpr double kBurstSeconds = 1e-3;
+constexpr double kMinBurstBytes = 2.0 * kMaxUdpPayload;
+
+double burst_bytes(double bytes_per_s) { return std::max(kMinBurstBytes, kBurstSeconds * bytes_per_s); }
 constexpr int kReadBatches = 4;  // recvmmsg calls per progress step
 // Sends wait for poll() so they leave in batches, unless this much is queued to one peer.
 constexpr std::size_t kEagerFlushBytes = 8 * kMaxUdpPayload;
@@ -31,7 +38,7 @@ std::unique_ptr<Transport> make_udp_transport(const UdpSettings& settings, Statu
 }
 
 UdpTransport::UdpTransport(const UdpSettings& settings)
-    : settings_(settings), bucket_(settings.rate_bits_per_s / 8, kBurstBytes) {}
+    : settings_(settings), bucket_(settings.rate_bits_per_s / 8, burst_bytes(settings.rate_bits_per_s / 8)) {}
 
 // One socket per usable interface (or only the named one), each bound before connect() so its
 // port can travel in the address; connect() keeps the one the path needs.
@@ -118,13 +125,13 @@ void UdpTransport::reply(int peer, datagram::Kind kind, std::span<const std::byt
   sender_->send_control(std::move(one));
 }
 
-void UdpTransport::progress(bool readable) {
+void UdpTransport::progress(bool readable, bool send) {
   if (parity_.enabled())
     for (int peer : parity_.lingering(Clock::now())) close_parity_group(peer);
-  sender_->flush();
+  if (send) sender_->flush();
   if (!readable) return;
   receive_->read(socket_.fd(), *inbound_, kReadBatches);
-  sender_->flush();  // pongs that came in may have opened windows
+  if (send) sender_->flush();  // pongs that came in may have opened windows
 }
 
 Status UdpTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
@@ -137,9 +144,13 @@ Status UdpTransport::poll(Clock::time_point deadline, const std::function<void(c
   const std::size_t before = inbound_->delivered();
   inbound_->deliver_kept();
   // The socket is read when a wait says it is readable (and once at first): a wait that ended
-  // for the pacing or a window's retry only sends, without a recvmmsg that finds nothing.
+  // for the pacing or a window's retry only sends, without a recvmmsg that finds nothing. A poll
+  // that may not wait (the engine takes in arrivals between rounds of sends, one datagram per
+  // peer each) reads without sending: the queue leaves in batches, when a peer's queue reaches
+  // kEagerFlushBytes (send()) or at the engine's next waiting poll.
+  const bool send = deadline > Clock::now();
   for (bool readable = true;;) {
-    progress(readable);
+    progress(readable, send);
     if (inbound_->delivered() > before) return Status::Ok();
     if (Clock::now() >= deadline) return Timeout("udp: nothing arrived before the deadline");
     readable = wait(deadline);
@@ -182,7 +193,7 @@ std::string UdpTransport::describe() const {
 
 void UdpTransport::suggest_pace(double bytes_per_s) {
   if (settings_.rate_bits_per_s > 0 || !(bytes_per_s > 0)) return;  // a set rate wins
-  bucket_.configure(kPaceHeadroom * bytes_per_s, kBurstBytes);
+  bucket_.configure(kPaceHeadroom * bytes_per_s, burst_bytes(kPaceHeadroom * bytes_per_s));
 }
 
 TransportCounters UdpTransport::counters() const {
