@@ -1,13 +1,28 @@
 #include "fec.hpp"
 
+#include <cstring>
+
 #include "optireduce/byte_order.hpp"
 
 namespace optireduce::datagram {
 namespace {
 
+// dst[i] ^= src[i], eight bytes at a time (parity runs over every datagram of a call).
+void xor_bytes(std::byte* dst, const std::byte* src, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    std::uint64_t a, b;
+    std::memcpy(&a, dst + i, 8);
+    std::memcpy(&b, src + i, 8);
+    a ^= b;
+    std::memcpy(dst + i, &a, 8);
+  }
+  for (; i < n; ++i) dst[i] ^= src[i];
+}
+
 void xor_into(std::vector<std::byte>& acc, std::span<const std::byte> data, std::size_t at) {
   if (acc.size() < at + data.size()) acc.resize(at + data.size(), std::byte{0});
-  for (std::size_t i = 0; i < data.size(); ++i) acc[at + i] ^= data[i];
+  xor_bytes(acc.data() + at, data.data(), data.size());
 }
 
 }  // namespace
@@ -32,6 +47,7 @@ void ParityEncoder::finish(std::vector<std::byte>& table, std::vector<std::byte>
 }
 
 void ParityDecoder::add(std::uint64_t sequence, std::span<const std::byte> datagram) {
+  seen_[sequence % kSeenWindow] = static_cast<std::uint32_t>(sequence);
   Slot& s = slots_[sequence % slots_.size()];
   s.used = true;
   s.sequence = static_cast<std::uint32_t>(sequence);
@@ -74,6 +90,7 @@ bool ParityDecoder::repair(std::uint64_t parity_sequence, std::span<const std::b
     const Slot* s = held(m.sequence);
     if (s && s->datagram.size() != m.length) return false;  // the table does not describe what came
     if (s) continue;
+    if (seen_[m.sequence % kSeenWindow] == m.sequence) return false;  // arrived, bytes no longer held
     if (missing) return false;  // two lost: beyond what one parity repairs
     missing = &m;
   }
@@ -83,7 +100,7 @@ bool ParityDecoder::repair(std::uint64_t parity_sequence, std::span<const std::b
     if (&m == missing) continue;
     const Slot* s = held(m.sequence);
     if (s->datagram.size() > acc.size()) return false;
-    for (std::size_t k = 0; k < s->datagram.size(); ++k) acc[k] ^= s->datagram[k];
+    xor_bytes(acc.data(), s->datagram.data(), s->datagram.size());
   }
   acc.resize(missing->length);
   rebuilt.swap(acc);

@@ -39,7 +39,8 @@ class ParityEncoder {
 
 class ParityDecoder {
  public:
-  ParityDecoder(unsigned group, std::size_t max_datagram) : max_datagram_(max_datagram), slots_(2 * group + 2) {}
+  ParityDecoder(unsigned group, std::size_t max_datagram)
+      : max_datagram_(max_datagram), slots_(2 * group + 2), seen_(kSeenWindow, kNever) {}
 
   // A data datagram as it arrived (already validated).
   void add(std::uint64_t sequence, std::span<const std::byte> datagram);
@@ -61,8 +62,15 @@ class ParityDecoder {
   bool read_table(std::uint32_t parity_sequence, std::span<const std::byte> table, std::vector<Member>& members) const;
   const Slot* held(std::uint32_t sequence) const;
 
+  // The sequences that arrived lately, whether their bytes are still held or not: a member that
+  // arrived but was pushed out of the ring (by datagrams sent ahead of it: control messages do
+  // not wait behind data) is not rebuilt as if it had been lost, which would hand it on twice.
+  static constexpr std::size_t kSeenWindow = 1024;
+  static constexpr std::uint64_t kNever = ~std::uint64_t{0};
+
   std::size_t max_datagram_;
   std::vector<Slot> slots_;
+  std::vector<std::uint64_t> seen_;
 };
 
 }  // namespace optireduce::datagram

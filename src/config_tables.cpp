@@ -226,13 +226,14 @@ const std::vector<Parameter>& transport_parameters() {
         "one host, otherwise the first other interface the provider lists"},
        [](Config& c, const std::string& v) { return interface_name(v) && (c.transports.ofi.iface = v, true); }},
       {{"OPTIREDUCE_FEC", "off", "off, or a group size from 2 to 16",
-        "ofi transport: after every group of that many datagrams to a peer, one parity datagram (XOR) that repairs "
-        "one loss in the group without retransmission"},
+        "datagram transports: after every group of that many datagrams to a peer, one parity datagram (XOR) that "
+        "repairs one loss in the group without retransmission"},
        [](Config& c, const std::string& v) {
          std::uint64_t n = 0;
          if (v == "off") c.transports.ofi.fec_group = 0;
          else if (parse_plain_integer(v, n) && n >= 2 && n <= 16) c.transports.ofi.fec_group = static_cast<unsigned>(n);
          else return false;
+         c.transports.udp.fec_group = c.transports.ofi.fec_group;
          return true;
        }},
   };

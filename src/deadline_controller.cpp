@@ -96,8 +96,8 @@ double DeadlineController::probe_budget_us(unsigned cls, double exact_us) {
   return std::min(options_.cap_us, kProbeBudgetFactor * fastest);
 }
 
-double DeadlineController::pace_bytes_per_s(double bytes, double exact_us) {
-  if (exact_us > 0) pace_bytes_per_s_ = std::max(pace_bytes_per_s_, kPaceHeadroom * bytes / (exact_us * 1e-6));
+double DeadlineController::pace_bytes_per_s(double bytes, double call_us) {
+  if (call_us > 0) pace_bytes_per_s_ = std::max(pace_bytes_per_s_, kPaceHeadroom * bytes / (call_us * 1e-6));
   return pace_bytes_per_s_;
 }
 

@@ -92,9 +92,9 @@ class DeadlineController {
   double probe_budget_us(unsigned size_class, double exact_us);
   // Datagrams still queued before an exact call are pushed out for at most this long.
   static double drain_before_exact_us() { return kDrainBeforeExactUs; }
-  // The pace of datagrams: the rate at which the exact path moved `bytes` of this rank's sends
-  // in `exact_us`, with headroom; never lower than what was suggested before.
-  double pace_bytes_per_s(double bytes, double exact_us);
+  // The pace of datagrams: the rate at which a calibration call moved `bytes` of this rank's
+  // sends in `call_us`, with headroom; never lower than what was suggested before.
+  double pace_bytes_per_s(double bytes, double call_us);
 
   // What a phase teaches the deadlines: the time it would have needed for everything, from the
   // pace at which data actually came (until the last arrival, not until the deadline: data that

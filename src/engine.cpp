@@ -189,11 +189,15 @@ CallStats Engine::probe(const float* input, std::uint64_t count, CallStats stats
   budget.us.fill(state_.deadlines.probe_budget_us(cls, exact_us));
   const CallStats probed = run_tar(*bounded_path(), {input, state_.probe_output.data(), count, cls, &budget}, stats, Clock::now());
   if (!probed.ok()) stats.status = probed.status;
-  if (stats.kind == CallKind::calibration && !state_.deadlines.calibrating(cls)) {
+  if (stats.kind == CallKind::calibration && probed.ok()) {
     // This rank's sends in all: its contributions to every other shard, its shard to every peer.
     const double own = double(ShardLayout(count, state_.ranks, state_.options.chunk_elems).shard_size(state_.rank));
     const double bytes = (double(count) - own + own * (state_.ranks - 1)) * sizeof(float);
-    bounded_path()->transport->suggest_pace(state_.deadlines.pace_bytes_per_s(bytes, exact_us));
+    // The pace of the path bounded calls take, the fastest of the calibration's probes: the
+    // exact call rides TCP, and one retransmission timeout there would throttle every bounded
+    // call that follows.
+    const double pace = state_.deadlines.pace_bytes_per_s(bytes, probed.latency_us);
+    if (!state_.deadlines.calibrating(cls)) bounded_path()->transport->suggest_pace(pace);
   }
   stats.latency_us += probed.latency_us;
   return stats;

@@ -1,6 +1,8 @@
 // optireduce-info: what OptiReduce would run with on this host, in the manner of ucx_info/fi_info:
 // version, effective configuration and where each value came from, the UCX variables in force,
-// the UCX transports and libfabric datagram providers on offer, and the CPU topology.
+// the UCX transports, the kernel UDP transport's view of the host (interfaces, offloads, socket
+// buffers and the sysctl that limits them) and libfabric datagram providers on offer, and the
+// CPU topology.
 // No MPI: it reads the same environment MPI_Init would.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -33,6 +35,7 @@ struct Info {
   std::vector<Setting> settings;
   std::vector<std::pair<std::string, std::string>> ucx_variables;
   std::vector<std::string> ucx_transports;
+  std::vector<std::string> udp_host;  // the udp transport's view of this host, one line each
   optireduce::tools::FabricProviders fabric;
   optireduce::TopologySummary topology;
 };
@@ -80,6 +83,9 @@ void print_text(const Info& info, bool verbose) {
   std::printf("#\n# UCX transports available to the engine\n");
   if (info.ucx_transports.empty()) std::printf("#   (none: UCX could not start)\n");
   for (const auto& t : info.ucx_transports) std::printf("#   %s\n", t.c_str());
+  std::printf("#\n# Kernel UDP transport (OPTIREDUCE_TRANSPORT=udp): interfaces, offloads, socket buffers\n");
+  if (info.udp_host.empty()) std::printf("#   (unknown: the udp transport module could not be loaded)\n");
+  for (const auto& line : info.udp_host) std::printf("#   %s\n", line.c_str());
   std::printf("#\n# libfabric datagram providers (FI_EP_DGRAM)\n");
   if (!info.fabric.error.empty())
     std::printf("#   (unknown: %s)\n", info.fabric.error.c_str());
@@ -115,6 +121,8 @@ void print_json(const Info& info) {
     o += (i ? ", " : "") + quoted(info.ucx_variables[i].first) + ": " + quoted(info.ucx_variables[i].second);
   o += "},\n  \"ucx_transports\": [";
   for (std::size_t i = 0; i < info.ucx_transports.size(); ++i) o += (i ? ", " : "") + quoted(info.ucx_transports[i]);
+  o += "],\n  \"udp_host\": [";
+  for (std::size_t i = 0; i < info.udp_host.size(); ++i) o += (i ? ", " : "") + quoted(info.udp_host[i]);
   o += "],\n  \"fabric_dgram_providers\": [";
   for (std::size_t i = 0; i < info.fabric.providers.size(); ++i) {
     const auto& p = info.fabric.providers[i];
@@ -165,6 +173,8 @@ int main(int argc, char** argv) {
   optireduce::Status loaded;
   if (const auto* ucx = optireduce::load_transport_module("ucx", loaded); ucx && ucx->describe_host)
     info.ucx_transports = ucx->describe_host(parsed.config.transports);
+  if (const auto* udp = optireduce::load_transport_module("udp", loaded); udp && udp->describe_host)
+    info.udp_host = udp->describe_host(parsed.config.transports);
   info.fabric = optireduce::tools::datagram_providers();
   info.topology = optireduce::read_topology();
   if (json)

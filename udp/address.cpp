@@ -50,7 +50,8 @@ std::vector<std::byte> encode(const Address& address) {
   for (const auto& e : address.endpoints) bytes += kEndpointFixedBytes + std::min<std::size_t>(e.iface.size(), 255);
   std::vector<std::byte> out(bytes);
   ByteWriter w(out.data());
-  w.put<std::uint8_t>(Address::kVersion).put<std::uint8_t>(address.authenticate ? 1 : 0);
+  w.put<std::uint8_t>(Address::kVersion)
+      .put<std::uint8_t>(static_cast<std::uint8_t>((address.authenticate ? 1 : 0) | (address.fec_group & 31) << 1));
   std::byte* p = std::copy(address.secret.begin(), address.secret.end(), w.at());
   address.host.encode(p);
   w = ByteWriter(p + datagram::HostIdentity::kSize);
@@ -73,6 +74,7 @@ Status decode(std::span<const std::byte> blob, Address& out) {
            "udp address: version " + std::to_string(std::to_integer<int>(fixed[0])) + ", this build speaks " +
                std::to_string(Address::kVersion));
   out.authenticate = (std::to_integer<std::uint8_t>(fixed[1]) & 1) != 0;
+  out.fec_group = (std::to_integer<unsigned>(fixed[1]) >> 1) & 31;
   std::copy_n(fixed + 2, out.secret.size(), out.secret.begin());
   out.host = datagram::HostIdentity::decode(fixed + 18);
   const std::size_t count = std::to_integer<std::size_t>(fixed[kFixedBytes - 1]);

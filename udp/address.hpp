@@ -1,7 +1,7 @@
 // What one rank tells the others about its UDP endpoints (local_address()), carried over the
 // job's trusted MPI:
 //
-//   [version u8][flags u8: bit 0 authenticate][secret 16][host identity 24][count u8]
+//   [version u8][flags u8: bit 0 authenticate, bits 1-5 FEC group][secret 16][host identity 24][count u8]
 //   count x [ip u32][port u16][prefix u8][loopback u8][mtu u32][receive buffer u32]
 //           [name length u8][interface name]
 //
@@ -34,6 +34,7 @@ struct Address {
   static constexpr std::uint8_t kVersion = 1;
   static constexpr std::size_t kMaxEndpoints = 16;
   bool authenticate = true;
+  unsigned fec_group = 0;  // 0..31 (datagram/fec.hpp allows up to kMaxFecGroup)
   datagram::Secret secret{};
   datagram::HostIdentity host;
   std::vector<Endpoint> endpoints;

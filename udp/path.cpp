@@ -17,18 +17,6 @@ constexpr std::size_t kDatagramsPerWindow = 4;
 // Smaller sizes to fall back to, each a linear kernel buffer filled well (2^k less the headroom).
 constexpr std::size_t kSmallerDatagrams[] = {32384, 16000, 7808, 3712, 1664};
 
-std::size_t fitting_datagram_bytes(std::size_t path_bytes, std::size_t smallest_buffer, int ranks) {
-  auto fits = [&](std::size_t d) { return datagram::receive_window_bytes(smallest_buffer, d, ranks) >= kDatagramsPerWindow * d; };
-  if (fits(path_bytes)) return path_bytes;
-  std::size_t d = path_bytes;
-  for (std::size_t smaller : kSmallerDatagrams) {
-    if (smaller >= path_bytes) continue;
-    d = smaller;
-    if (fits(d)) break;
-  }
-  return d;
-}
-
 template <typename Match>
 Pick find_endpoint(const Address& a, Match match) {
   for (std::size_t i = 0; i < a.endpoints.size(); ++i)
@@ -68,6 +56,18 @@ Status pick_outward(const std::vector<Address>& ranks, std::vector<std::size_t>&
 
 }  // namespace
 
+std::size_t datagram_bytes_for_buffer(std::size_t path_bytes, std::size_t smallest_buffer, int ranks) {
+  auto fits = [&](std::size_t d) { return datagram::receive_window_bytes(smallest_buffer, d, ranks) >= kDatagramsPerWindow * d; };
+  if (fits(path_bytes)) return path_bytes;
+  std::size_t d = path_bytes;
+  for (std::size_t smaller : kSmallerDatagrams) {
+    if (smaller >= path_bytes) continue;
+    d = smaller;
+    if (fits(d)) break;
+  }
+  return d;
+}
+
 Status choose_path(const std::vector<Address>& ranks, const std::string& iface, Path& out) {
   OR_CHECK(!ranks.empty(), invalid, "udp: no ranks");
   std::string lacking;
@@ -89,7 +89,7 @@ Status choose_path(const std::vector<Address>& ranks, const std::string& iface, 
   }
   OR_CHECK(mtu >= kMinPathMtu, unavailable, "udp: a path MTU of " + std::to_string(mtu) + " bytes is too small");
   out.datagram_bytes =
-      fitting_datagram_bytes(std::min(mtu - kIpUdpHeaderBytes, kMaxUdpPayload), buffer, static_cast<int>(ranks.size()));
+      datagram_bytes_for_buffer(std::min(mtu - kIpUdpHeaderBytes, kMaxUdpPayload), buffer, static_cast<int>(ranks.size()));
   return Status::Ok();
 }
 

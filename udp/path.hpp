@@ -30,4 +30,8 @@ struct Path {
 
 Status choose_path(const std::vector<Address>& ranks, const std::string& iface, Path& out);
 
+// The datagram size a path of `path_bytes` gets when the smallest receive buffer granted on it
+// is `smallest_buffer`: the path's own, or smaller so that each sender's window holds several.
+std::size_t datagram_bytes_for_buffer(std::size_t path_bytes, std::size_t smallest_buffer, int ranks);
+
 }  // namespace optireduce::udp

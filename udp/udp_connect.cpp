@@ -33,6 +33,10 @@ Status UdpTransport::read_addresses(const std::vector<std::vector<std::byte>>& b
              "OPTIREDUCE_AUTH differs between ranks (rank " + std::to_string(r) + " has it " +
                  (out[r].authenticate ? "on" : "off") + ", rank " + std::to_string(rank_) + " " +
                  (settings_.authenticate ? "on" : "off") + ")");
+    // ... and every rank sends parity, or none: the datagram sizes (so the chunks) depend on it.
+    OR_CHECK(out[r].fec_group == settings_.fec_group, invalid,
+             "OPTIREDUCE_FEC differs between ranks (rank " + std::to_string(r) + " has " + std::to_string(out[r].fec_group) +
+                 ", rank " + std::to_string(rank_) + " " + std::to_string(settings_.fec_group) + ")");
   }
   return Status::Ok();
 }
@@ -64,7 +68,7 @@ Status UdpTransport::open_path(const std::vector<Address>& all) {
   socket_ = std::move(mine.socket);
   candidates_.clear();  // closes the sockets of the other interfaces
   datagram_bytes_ = path.datagram_bytes;
-  OR_CHECK(datagram_bytes_ > datagram::Header::kSize + datagram::Header::kMaxEngineHeader, unavailable,
+  OR_CHECK(datagram_bytes_ > datagram::Header::kSize + ParityGroups(settings_.fec_group, 1).parity_room() + datagram::Header::kMaxEngineHeader, unavailable,
            "udp: datagrams of " + std::to_string(datagram_bytes_) + " bytes are too small");
   if (settings_.authenticate) {
     Status s;
@@ -80,7 +84,8 @@ Status UdpTransport::open_path(const std::vector<Address>& all) {
   }
   sealer_ = datagram::Sealer(authenticator_.get(), rank_, ranks_);
   handshake_ = datagram::Handshake(rank_, ranks_);
-  dispatch_ = std::make_unique<datagram::ReceiveDispatch>(rank_, ranks_, authenticator_.get(), 0, datagram_bytes_);
+  dispatch_ = std::make_unique<datagram::ReceiveDispatch>(rank_, ranks_, authenticator_.get(), settings_.fec_group, datagram_bytes_);
+  parity_ = ParityGroups(settings_.fec_group, ranks_);
   receive_ = std::make_unique<ReceivePath>(*dispatch_, peers, counters_);
   // Segmentation pays where at least two datagrams fit one send; on loopback one already fills it.
   const bool gso = 2 * datagram_bytes_ <= kMaxUdpPayload;

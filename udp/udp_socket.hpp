@@ -8,6 +8,12 @@
 
 namespace optireduce::udp {
 
+// What every socket asks of the kernel (which doubles both, for its bookkeeping): a call's worth
+// of datagrams in flight. Without CAP_NET_ADMIN the kernel caps them at net.core.rmem_max and
+// net.core.wmem_max.
+inline constexpr std::size_t kWantedReceiveBufferBytes = 8u << 20;
+inline constexpr std::size_t kWantedSendBufferBytes = 4u << 20;
+
 class UdpSocket {
  public:
   UdpSocket() = default;

@@ -12,13 +12,17 @@
 namespace optireduce::udp {
 namespace {
 
-// Asked of the kernel for each socket (it doubles both): a call's worth of datagrams in flight.
-constexpr std::size_t kReceiveBufferBytes = 8u << 20;
-constexpr std::size_t kSendBufferBytes = 4u << 20;
-// Pacing: the most put in front of the network at once (two full GSO sends), and how far above
-// the rate calibration measured the bucket refills (that rate includes the ranks' skew).
-constexpr double kBurstBytes = 2.0 * kMaxUdpPayload;
+// Pacing: how far above the rate calibration measured the bucket refills (that rate includes
+// the ranks' skew).
 constexpr double kPaceHeadroom = 2.0;
+// The bucket holds what the rate sends in this long (at least two full GSO sends): a burst a
+// switch's buffer absorbs, and few enough wake-ups that a rank sharing its core with others is
+// not descheduled between every two datagrams (a bucket of two datagrams woke the sender after
+// every two, each time for one sendmmsg of two datagrams).
+constexpr double kBurstSeconds = 1e-3;
+constexpr double kMinBurstBytes = 2.0 * kMaxUdpPayload;
+
+double burst_bytes(double bytes_per_s) { return std::max(kMinBurstBytes, kBurstSeconds * bytes_per_s); }
 constexpr int kReadBatches = 4;  // recvmmsg calls per progress step
 // Sends wait for poll() so they leave in batches, unless this much is queued to one peer.
 constexpr std::size_t kEagerFlushBytes = 8 * kMaxUdpPayload;
@@ -34,12 +38,14 @@ std::unique_ptr<Transport> make_udp_transport(const UdpSettings& settings, Statu
 }
 
 UdpTransport::UdpTransport(const UdpSettings& settings)
-    : settings_(settings), bucket_(settings.rate_bits_per_s / 8, kBurstBytes) {}
+    : settings_(settings), bucket_(settings.rate_bits_per_s / 8, burst_bytes(settings.rate_bits_per_s / 8)) {}
 
 // One socket per usable interface (or only the named one), each bound before connect() so its
 // port can travel in the address; connect() keeps the one the path needs.
 Status UdpTransport::start() {
   std::vector<LocalInterface> interfaces;
+  OR_CHECK(settings_.fec_group <= datagram::kMaxFecGroup, invalid,
+           "udp: FEC groups of " + std::to_string(settings_.fec_group) + " datagrams");
   OR_RETURN_IF_ERROR(ipv4_interfaces(interfaces));
   for (const LocalInterface& li : interfaces) {
     if (candidates_.size() == Address::kMaxEndpoints) break;
@@ -51,9 +57,9 @@ Status UdpTransport::start() {
       continue;
     }
     OR_RETURN_IF_ERROR(c.socket.forbid_fragmentation());
-    c.socket.size_send_buffer(kSendBufferBytes);
+    c.socket.size_send_buffer(kWantedSendBufferBytes);
     c.socket.enable_gro();
-    const auto granted = c.socket.size_receive_buffer(kReceiveBufferBytes);
+    const auto granted = c.socket.size_receive_buffer(kWantedReceiveBufferBytes);
     c.endpoint = {li.name, li.ip, c.socket.port(), li.prefix, li.loopback, li.mtu, static_cast<std::uint32_t>(granted)};
     candidates_.push_back(std::move(c));
   }
@@ -63,6 +69,7 @@ Status UdpTransport::start() {
   OR_RETURN_IF_ERROR(datagram::draw_secret(secret_));
   Address mine;
   mine.authenticate = settings_.authenticate;
+  mine.fec_group = settings_.fec_group;
   mine.secret = secret_;
   mine.host = datagram::this_host();
   for (const auto& c : candidates_) mine.endpoints.push_back(c.endpoint);
@@ -84,7 +91,11 @@ Status UdpTransport::send(int peer, Lane lane, std::span<const std::byte> header
     sender_->send_control(std::move(twice));
     return Status::Ok();
   }
-  sender_->queue_data(Outgoing::referencing(peer, sealer_.seal(peer, datagram::Kind::data, header, payload), header, payload));
+  const std::uint64_t sequence = sealer_.next_sequence(peer);
+  Outgoing datagram = Outgoing::referencing(peer, sealer_.seal(peer, datagram::Kind::data, header, payload), header, payload);
+  const bool full = parity_.enabled() && parity_.add(sequence, datagram, Clock::now());
+  sender_->queue_data(std::move(datagram));
+  if (full) close_parity_group(peer);
   if (sender_->queued_bytes(peer) >= kEagerFlushBytes) sender_->flush();
   return Status::Ok();
 }
@@ -94,8 +105,18 @@ std::size_t UdpTransport::sends_in_flight(int peer) const {
 }
 
 bool UdpTransport::abandon_queued_sends() {
-  if (connected_) sender_->abandon_data();
+  if (!connected_) return true;
+  sender_->abandon_data();
+  parity_.drop_open();  // a parity must cover only datagrams that left
   return true;  // sendmsg copied whatever left: nothing references a buffer any more
+}
+
+// The parity of `peer`'s group, queued behind its members (it counts in the window like data).
+void UdpTransport::close_parity_group(int peer) {
+  std::vector<std::byte> table, parity;
+  parity_.close(peer, table, parity);
+  sender_->queue_data(Outgoing::copied(peer, sealer_.seal(peer, datagram::Kind::parity, table, parity), table, parity));
+  ++counters_.fec_parity_sent;
 }
 
 void UdpTransport::reply(int peer, datagram::Kind kind, std::span<const std::byte> body) {
@@ -104,10 +125,13 @@ void UdpTransport::reply(int peer, datagram::Kind kind, std::span<const std::byt
   sender_->send_control(std::move(one));
 }
 
-void UdpTransport::progress() {
-  sender_->flush();
+void UdpTransport::progress(bool readable, bool send) {
+  if (parity_.enabled())
+    for (int peer : parity_.lingering(Clock::now())) close_parity_group(peer);
+  if (send) sender_->flush();
+  if (!readable) return;
   receive_->read(socket_.fd(), *inbound_, kReadBatches);
-  sender_->flush();  // pongs that came in may have opened windows
+  if (send) sender_->flush();  // pongs that came in may have opened windows
 }
 
 Status UdpTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
@@ -119,23 +143,31 @@ Status UdpTransport::poll(Clock::time_point deadline, const std::function<void(c
   inbound_->listen(&on_message);
   const std::size_t before = inbound_->delivered();
   inbound_->deliver_kept();
-  for (;;) {
-    progress();
+  // The socket is read when a wait says it is readable (and once at first): a wait that ended
+  // for the pacing or a window's retry only sends, without a recvmmsg that finds nothing. A poll
+  // that may not wait (the engine takes in arrivals between rounds of sends, one datagram per
+  // peer each) reads without sending: the queue leaves in batches, when a peer's queue reaches
+  // kEagerFlushBytes (send()) or at the engine's next waiting poll.
+  const bool send = deadline > Clock::now();
+  for (bool readable = true;;) {
+    progress(readable, send);
     if (inbound_->delivered() > before) return Status::Ok();
     if (Clock::now() >= deadline) return Timeout("udp: nothing arrived before the deadline");
-    wait(deadline);
+    readable = wait(deadline);
   }
 }
 
-// Blocks on the socket until a datagram arrives, the sender can move again, or `until`.
-void UdpTransport::wait(Clock::time_point until) {
+// Blocks on the socket until a datagram arrives, the sender can move again, or `until`; true
+// unless the socket is known to have nothing to read.
+bool UdpTransport::wait(Clock::time_point until) {
   const auto now = Clock::now();
-  until = std::min({until, sender_->next_attempt(now), now + kLongestWait});
-  if (until <= now) return;
+  until = std::min({until, sender_->next_attempt(now), parity_.next_close(), now + kLongestWait});
+  if (until <= now) return true;
   const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(until - now).count();
   const timespec ts{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
   pollfd pfd{socket_.fd(), static_cast<short>(POLLIN | (sender_->waiting_for_room() ? POLLOUT : 0)), 0};
-  ::ppoll(&pfd, 1, &ts, nullptr);
+  const int n = ::ppoll(&pfd, 1, &ts, nullptr);
+  return n != 0 && (n < 0 || (pfd.revents & (POLLIN | POLLERR)) != 0);
 }
 
 TransportTraits UdpTransport::traits() const {
@@ -143,23 +175,25 @@ TransportTraits UdpTransport::traits() const {
   t.reliable = false;
   t.ordered = false;
   t.can_abandon_sends = true;
-  t.max_message_bytes = datagram_bytes_ > datagram::Header::kSize ? datagram_bytes_ - datagram::Header::kSize : 0;
+  const std::size_t overhead = datagram::Header::kSize + parity_.parity_room();
+  t.max_message_bytes = datagram_bytes_ > overhead ? datagram_bytes_ - overhead : 0;
   return t;
 }
 
 std::string UdpTransport::describe() const {
   if (!connected_) return "udp (not connected)";
   std::string d = "udp " + endpoint_.iface;
+  const std::string fec = parity_.enabled() ? " fec " + std::to_string(settings_.fec_group) : "";
   if (sender_->gso()) {
     const std::size_t run = std::min(kMaxGsoSegments, kMaxUdpPayload / datagram_bytes_);
-    return d + " gso " + std::to_string(datagram_bytes_) + "x" + std::to_string(run);
+    return d + " gso " + std::to_string(datagram_bytes_) + "x" + std::to_string(run) + fec;
   }
-  return d + " " + std::to_string(datagram_bytes_) + "B";
+  return d + " " + std::to_string(datagram_bytes_) + "B" + fec;
 }
 
 void UdpTransport::suggest_pace(double bytes_per_s) {
   if (settings_.rate_bits_per_s > 0 || !(bytes_per_s > 0)) return;  // a set rate wins
-  bucket_.configure(kPaceHeadroom * bytes_per_s, kBurstBytes);
+  bucket_.configure(kPaceHeadroom * bytes_per_s, burst_bytes(kPaceHeadroom * bytes_per_s));
 }
 
 TransportCounters UdpTransport::counters() const {

@@ -1,7 +1,8 @@
 // Transport over kernel UDP sockets: the fast datagram path on Ethernet. Datagrams as large as
 // the path MTU allows without IP fragmentation (~64 KB over loopback; MTU-sized segments joined
 // by UDP GSO, split again by GRO, elsewhere), sendmmsg/recvmmsg batches, a flow window per peer
-// sized from the receive buffer the kernel granted, pacing from what calibration measured. Truly
+// sized from the receive buffer the kernel granted, pacing from what calibration measured, and
+// optionally a parity datagram per group (OPTIREDUCE_FEC) that repairs one loss in it. Truly
 // unreliable: it never retransmits. Every datagram is validated and (unless authentication is
 // off) tag-checked before the engine sees it.
 #pragma once
@@ -20,6 +21,7 @@
 #include "optireduce/datagram/token_bucket.hpp"
 #include "optireduce/transport.hpp"
 #include "optireduce/transport_module.hpp"
+#include "parity_groups.hpp"
 #include "receive_path.hpp"
 #include "sender.hpp"
 #include "udp_socket.hpp"
@@ -52,12 +54,13 @@ class UdpTransport final : public Transport, private datagram::ControlReplies {
   };
 
   void reply(int peer, datagram::Kind kind, std::span<const std::byte> body) override;
+  void close_parity_group(int peer);
   Status read_addresses(const std::vector<std::vector<std::byte>>& blobs, std::vector<Address>& out) const;
   Status open_path(const std::vector<Address>& all);
   Status probe(Clock::time_point deadline);
   void greet(const std::vector<int>& peers);
-  void progress();
-  void wait(Clock::time_point until);
+  void progress(bool readable = true, bool send = true);
+  bool wait(Clock::time_point until);
 
   UdpSettings settings_;
   std::vector<Candidate> candidates_;
@@ -81,6 +84,7 @@ class UdpTransport final : public Transport, private datagram::ControlReplies {
   std::unique_ptr<ReceivePath> receive_;
   std::unique_ptr<Sender> sender_;
   std::unique_ptr<datagram::InboundHandler> inbound_;
+  ParityGroups parity_;  // with FEC (OPTIREDUCE_FEC)
 };
 
 }  // namespace optireduce::udp

@@ -27,6 +27,7 @@ struct UdpSettings {
   bool authenticate = true;      // keyed tag over header and payload of every datagram
   double rate_bits_per_s = 0;    // 0: paced from what calibration measured
   std::size_t chunk_bytes = 0;   // largest engine payload
+  unsigned fec_group = 0;        // data datagrams per parity datagram; 0: none
 };
 
 struct OfiSettings {

@@ -11,6 +11,7 @@
 set -uo pipefail
 cluster=$1 timeout_exe=$2 lib=$3 bench=$4 work=$5
 . "$(dirname "$0")/skip_unless_root_netns.sh"
+. "$(dirname "$0")/../netem/run_job.sh"
 command -v mpirun >/dev/null 2>&1 || { echo "SKIP: mpirun not found"; exit 77; }
 
 rm -rf "$work" && mkdir -p "$work" || exit 1
@@ -20,16 +21,7 @@ cmd=("$timeout_exe" -k 10 130 "$cluster" --hosts 4 --drop-host 2=10 --stats "$wo
   -x LD_PRELOAD="$lib" -x OPTIREDUCE_UCX_TLS=tcp -x OPTIREDUCE_UCX_NET_DEVICES=eth0
   -x OPTIREDUCE_MODE=reliable -x OPTIREDUCE_REPORT="$work/report.json"
   "$bench" --sizes 1M,4M --iters 5 --warmup 2 --json "$work/bench.json")
-echo "+ ${cmd[*]}"
-start=$(date +%s)
-"${cmd[@]}"
-rc=$?
-echo "exit $rc after $(($(date +%s) - start)) s"
-case $rc in
-  0) ;;
-  124|137) echo "FAIL: the job did not finish within 130 s"; exit 1 ;;
-  *) echo "FAIL: the job exited $rc"; exit 1 ;;
-esac
+run_job 130 "${cmd[@]}"
 
 /usr/bin/python3 - "$work" <<'PY'
 import json, os, sys

@@ -10,6 +10,8 @@
 //
 // Input: a 3-byte preamble (see Preamble), then records [u16 length][u8 flags][u8 extra][bytes].
 //
+// With bit 4 of the preamble the same records feed two real engines instead (engine_fuzz.cpp).
+//
 // Checked after every buffer: every message handed to the engine comes from rank 1 or 2, views
 // memory inside what was fed, and, unless an insider signed something, is byte for byte a
 // message honest rank 1 sent (nothing forged passes; with authentication off, nothing from an
@@ -32,47 +34,18 @@
 #include "optireduce/datagram/sealer.hpp"
 #include "optireduce/udp/receive_path.hpp"
 #include "optireduce/udp/segmentation.hpp"
+#include "engine_fuzz.hpp"
+#include "fuzz_input.hpp"
 
 namespace {
 
 using namespace optireduce;
+using namespace optireduce::fuzz;
 using datagram::Kind;
 
 constexpr int kRanks = 3;
 constexpr unsigned kFecGroup = 4;
 constexpr datagram::Secret kSecret{std::byte{0x5e}, std::byte{0xc7}, std::byte{0x01}};
-
-// Record flags.
-constexpr std::uint8_t kOriginMask = 3;        // 0 rank 1, 1 rank 2, 2 a stranger, 3 rank 0 itself
-constexpr std::uint8_t kSign = 1 << 2;         // an insider: valid header fields, tagged (source: extra % 3)
-constexpr std::uint8_t kJoin = 1 << 3;         // joined with the next record into one GRO buffer
-constexpr std::uint8_t kTruncated = 1 << 4;    // the kernel reported MSG_TRUNC
-constexpr std::uint8_t kHonestFirst = 1 << 5;  // honest rank 1 sends a datagram before it (extra: its size)
-constexpr std::uint8_t kHonestLost = 1 << 6;   // ... which is lost on the way
-constexpr std::uint8_t kHonestControl = 1 << 7;  // ... a hello, ping or pong instead of data
-
-// b0: bit 0 authentication off, bit 1 FEC, bit 2 the engine not listening (data is kept until the
-// end), bit 3 64 KB datagrams (else 1372); b1-b2: the honest engine headers' first byte values.
-struct Preamble {
-  static constexpr std::size_t kSize = 3;
-  bool authenticate, fec, listening, big;
-  std::uint16_t seed;
-  explicit Preamble(const std::uint8_t* d)
-      : authenticate(!(d[0] & 1)), fec(d[0] & 2), listening(!(d[0] & 4)), big(d[0] & 8),
-        seed(static_cast<std::uint16_t>(d[1] | d[2] << 8)) {}
-  std::size_t max_datagram() const { return big ? 65507 : 1372; }
-};
-
-struct Record {
-  std::uint8_t flags = 0, extra = 0;
-  std::vector<std::byte> bytes;
-};
-
-void check(bool ok, const char* what) {
-  if (ok) return;
-  std::fprintf(stderr, "datagram_fuzz: invariant violated: %s\n", what);
-  std::abort();
-}
 
 class Replies final : public datagram::ControlReplies {
  public:
@@ -119,13 +92,6 @@ struct Job {
   }
 };
 
-std::vector<std::byte> wire(const datagram::HeaderBytes& head, std::span<const std::byte> header, std::span<const std::byte> payload) {
-  std::vector<std::byte> w(head.begin(), head.end());
-  w.insert(w.end(), header.begin(), header.end());
-  w.insert(w.end(), payload.begin(), payload.end());
-  return w;
-}
-
 // Honest rank 1's next datagram to rank 0 (empty when it is lost), and a parity behind a full group.
 std::vector<std::vector<std::byte>> honest_datagrams(Job& job, const Record& r) {
   std::vector<std::vector<std::byte>> out;
@@ -157,16 +123,8 @@ std::vector<std::vector<std::byte>> honest_datagrams(Job& job, const Record& r) 
   return out;
 }
 
-// An insider's datagram: the fuzzed body behind a header whose fields are consistent with it.
 void sign(Job& job, Record& r) {
-  auto& d = r.bytes;
-  if (d.size() < datagram::Header::kSize) return;
-  const std::size_t body = d.size() - datagram::Header::kSize;
-  const std::size_t header_bytes = get_le<std::uint16_t>(d.data() + 6) % (std::min<std::size_t>(body, 300) + 1);
-  const unsigned kind = 1 + std::to_integer<unsigned>(d[5]) % datagram::kLastKind;
-  const std::span<const std::byte> rest(d.data() + datagram::Header::kSize, body);
-  const auto head = job.insider[r.extra % kRanks].seal(0, static_cast<Kind>(kind), rest.first(header_bytes), rest.subspan(header_bytes));
-  std::copy(head.begin(), head.end(), d.begin());
+  fuzz::sign(job.insider[r.extra % kRanks], r.bytes);
   job.insider_signed = true;
 }
 
@@ -195,42 +153,22 @@ void feed(Job& job, const std::vector<std::byte>& buffer, std::size_t segment, b
   check(after - before >= segments && after - before <= 2 * segments, "a segment neither accepted nor rejected");
 }
 
-std::vector<Record> parse(const std::uint8_t* data, std::size_t size) {
-  std::vector<Record> records;
-  for (std::size_t at = Preamble::kSize; at + 4 <= size && records.size() < 64;) {
-    const std::size_t length = data[at] | (data[at + 1] << 8);
-    Record r;
-    r.flags = data[at + 2];
-    r.extra = data[at + 3];
-    at += 4;
-    const std::size_t n = std::min(length, size - at);
-    r.bytes.assign(reinterpret_cast<const std::byte*>(data + at), reinterpret_cast<const std::byte*>(data + at + n));
-    at += n;
-    records.push_back(std::move(r));
-  }
-  return records;
-}
-
 void run_one(const std::uint8_t* data, std::size_t size) {
   if (size < Preamble::kSize) return;
   const Preamble pre(data);
-  Job job(pre);
   std::vector<Record> records = parse(data, size);
+  if (pre.engines) return run_engines(pre, records);
+  Job job(pre);
   for (std::size_t i = 0; i < records.size(); ++i) {
     Record& r = records[i];
     if (r.flags & kHonestFirst)
       for (const auto& d : honest_datagrams(job, r)) feed(job, d, 0, false, 1);
     if (r.flags & kSign) sign(job, r);
     const int origin = (r.flags & kOriginMask) == 0 ? 1 : (r.flags & kOriginMask) == 1 ? 2 : (r.flags & kOriginMask) == 2 ? kRanks : 0;
-    // A GRO buffer: this record and the following ones that ask to be joined, cut at this size.
-    std::vector<std::byte> buffer = r.bytes;
-    const std::size_t segment = (r.flags & kJoin) ? r.bytes.size() : 0;
-    while ((records[i].flags & kJoin) && i + 1 < records.size() && buffer.size() < udp::ReceivePath::kBufferBytes) {
-      ++i;
-      buffer.insert(buffer.end(), records[i].bytes.begin(), records[i].bytes.end());
-    }
-    buffer.resize(std::min(buffer.size(), udp::ReceivePath::kBufferBytes));
-    feed(job, buffer, segment, (r.flags & kTruncated) != 0, origin);
+    std::size_t segment = 0;
+    const bool truncated = (r.flags & kTruncated) != 0;
+    const auto buffer = fuzz::gro_buffer(records, i, segment, udp::ReceivePath::kBufferBytes);
+    feed(job, buffer, segment, truncated, origin);
   }
   // What was kept while the engine was not listening: only what came from ranks was kept.
   const auto on_message = engine(job, true);
@@ -265,6 +203,28 @@ void write_seeds(const char* dir) {
   seeds.emplace_back("stranger_truncated", Seed(0).record(2, 0, garbage).record(kTruncated, 0, magic).record(3, 0, magic));
   seeds.emplace_back("auth_off_kept", Seed(1 | 4).record(kHonestFirst, 30).record(kSign, 1, magic).record(2 | kSign, 1, magic));
   seeds.emplace_back("big_datagrams", Seed(8).record(kHonestFirst, 255).record(kHonestFirst | kHonestControl, 2));
+  // The engines (preamble bit 4): template engine headers [kind-1, flags, source, comm, epoch
+  // delta + 2, total, chunk, offset, length, stamps, payload nudge] then payload bytes.
+  auto engine_header = [](int kind, int epoch_delta, int chunk) {
+    std::vector<std::uint8_t> t = {static_cast<std::uint8_t>(kind - 1), 0, 0, 0, static_cast<std::uint8_t>(epoch_delta + 2), 0,
+                                   static_cast<std::uint8_t>(chunk), 0, 0, 1, 1, 0};
+    t.resize(12 + 64, 0x3c);
+    return t;
+  };
+  const std::uint8_t engines = 16, bounded = 32, hadamard = 64;
+  seeds.emplace_back("engines_exact_strangers", Seed(engines).record(2, 0, garbage).record(kEngineHeader, 0, engine_header(1, 0, 0))
+                                                    .record(kEngineHeader | 3, 0, engine_header(2, 0, 1)));
+  seeds.emplace_back("engines_exact_insider", Seed(engines).record(kEngineHeader | kSign, 0, engine_header(1, 0, 0))
+                                                  .record(kEngineHeader | kSign, 0, engine_header(2, 0, 0))
+                                                  .record(kEngineHeader | kSign, 0, engine_header(1, 1, 1))
+                                                  .record(kEngineHeader | kSign, 0, engine_header(3, 0, 0)));
+  seeds.emplace_back("engines_bounded_insider", Seed(engines | bounded).record(kEngineHeader | kSign, 0, engine_header(4, 0, 0))
+                                                    .record(kEngineHeader | kSign, 0, engine_header(1, -1, 0))
+                                                    .record(kEngineHeader | kSign, 0, engine_header(2, 0, 2))
+                                                    .record(kEngineHeader | kSign, 0, engine_header(5, 0, 0)));
+  seeds.emplace_back("engines_big_hadamard", Seed(engines | bounded | hadamard | 8).record(kEngineHeader | kSign, 0, engine_header(2, 0, 0))
+                                                 .record(kSign, 1, magic).record(kEngineHeader, 0, engine_header(1, 0, 0)));
+  seeds.emplace_back("engines_auth_off", Seed(engines | 1).record(kEngineHeader, 0, engine_header(1, 0, 0)).record(kEngineHeader | 2, 0, engine_header(2, 0, 0)));
   for (const auto& [name, seed] : seeds) {
     const std::string path = std::string(dir) + "/" + name;
     std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(seed.bytes.data()), static_cast<std::streamsize>(seed.bytes.size()));

@@ -297,13 +297,18 @@ int case_bounded_loss() {
   std::fflush(stdout);
   const char* source = network ? "MPITEST_NETWORK_DROP" : "OPTIREDUCE_FAULT_DROP";
   MPITEST_CHECK(mean >= 0.6 * model, "mean dropped fraction %.4f is below the model %.4f of %s=%g", mean, model, source, p);
-  // At least 5 calls (5 x 16N chunks): the noise of their mean stays well inside the band.
-  MPITEST_CHECK(on_time >= 5, "only %d of %d bounded calls ran without an expired deadline on every rank: too few "
-                "to compare with the model (a phase that misses only injected chunks should close at the short "
-                "grace after every sender's last slice, not at its deadline)", on_time, bounded);
-  MPITEST_CHECK(on_time_sum / on_time <= 1.4 * model + 0.01,
-                "mean dropped fraction %.4f over %d calls without lateness is above the model %.4f of %s=%g",
-                on_time_sum / on_time, on_time, model, source, p);
+  // At least 5 calls (5 x 16N chunks): the noise of their mean stays well inside the band. Only
+  // for injected drops: a datagram the network lost may carry a sender's last slice, and then the
+  // phase rightly waits out its deadline (it cannot know the sender is done), so under real loss
+  // most calls expire somewhere and the mean over all calls is what is compared.
+  if (!network) {
+    MPITEST_CHECK(on_time >= 5, "only %d of %d bounded calls ran without an expired deadline on every rank: too few "
+                  "to compare with the model (a phase that misses only injected chunks should close at the short "
+                  "grace after every sender's last slice, not at its deadline)", on_time, bounded);
+    MPITEST_CHECK(on_time_sum / on_time <= 1.4 * model + 0.01,
+                  "mean dropped fraction %.4f over %d calls without lateness is above the model %.4f of %s=%g",
+                  on_time_sum / on_time, on_time, model, source, p);
+  }
 
   // Agreed figures are the same everywhere.
   std::uint64_t agreed[2] = {last.divergent_calls, last.fallbacks}, agreed_max[2] = {0, 0}, agreed_min[2] = {0, 0};

@@ -8,6 +8,7 @@
 set -uo pipefail
 netem=$1 profile=$2 timeout_exe=$3 seconds=$4 mpiexec=$5 lib=$6 bench=$7 work=$8
 . "$(dirname "$0")/skip_unless_netns.sh"
+. "$(dirname "$0")/run_job.sh"
 
 rm -rf "$work" && mkdir -p "$work" || exit 1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -20,16 +21,7 @@ cmd=("$netem" --profile "$profile" --stats "$work/netem.json" --
   -x LD_PRELOAD="$lib" -x OPTIREDUCE_UCX_TLS=tcp -x OPTIREDUCE_MODE="${NETEM_TEST_MODE:-bounded}"
   -x OPTIREDUCE_REPORT="$work/report.json" -x OPTIREDUCE_TRACE="$work/trace.txt"
   "$bench" --sizes 1M,4M --iters 20 --warmup 25 --json "$work/bench.json")
-echo "+ ${cmd[*]}"
-start=$(date +%s)
-"${cmd[@]}"
-rc=$?
-echo "exit $rc after $(($(date +%s) - start)) s"
-case $rc in
-  0) ;;
-  124|137) echo "FAIL: the job did not finish within $seconds s (hang under loss)"; exit 1 ;;
-  *) echo "FAIL: the job exited $rc"; exit 1 ;;
-esac
+run_job "$seconds" "${cmd[@]}"
 
 /usr/bin/python3 - "$work" <<'PY'
 import json, os, sys

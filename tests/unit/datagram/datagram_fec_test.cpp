@@ -55,6 +55,19 @@ TEST(Fec, RebuildsExactlyOneLostMemberOfAnyGroup) {
   }
 }
 
+// Datagrams sent ahead of the group's members (control messages) may push an arrived member out
+// of the decoder's ring before the parity comes: it must not be rebuilt (and handed on twice).
+TEST(Fec, DoesNotRebuildAMemberThatArrivedAndWasPushedOut) {
+  std::mt19937 rng(5);
+  const Group g = encode_group(4, 20, rng);
+  ParityDecoder dec(4, kMaxDatagram);
+  for (unsigned i = 0; i < 4; ++i) dec.add(g.sequences[i], g.members[i]);
+  // Ten later datagrams (control messages that overtook the parity) fill the ring.
+  for (std::uint64_t s = 30; s < 40; ++s) dec.add(s, pattern(100, static_cast<unsigned>(s)));
+  std::vector<std::byte> rebuilt;
+  EXPECT_FALSE(dec.repair(24, g.table, g.parity, rebuilt));
+}
+
 TEST(Fec, RepairsNothingWhenNothingOrTwoAreLostOrTheTableLies) {
   std::mt19937 rng(4);
   const Group g = encode_group(4, 10, rng);
