@@ -61,6 +61,12 @@ struct Options {
   const char* rndv_scheme = nullptr;
   const char* tls = nullptr;
   bool verbose = false;
+  // Wait as the engine waits on ucx/ucx_transport.cpp: a condition is looked at again only when
+  // poll() returns, and poll() returns only once a message was delivered (or its deadline
+  // passed); each call first waits for the previous call's sends (the engine's staging buffer).
+  bool engine_waits = false;
+  // With engine_waits: poll() also returns when a send completed (the fix).
+  bool return_on_completion = false;
 };
 
 // Shared between the processes (mmap before fork): addresses and a barrier.
@@ -281,6 +287,7 @@ class Rank {
     auto* c = static_cast<SendCtx*>(user);
     if (status != UCS_OK) std::fprintf(stderr, "rank %d: send to %d: %s\n", c->self->rank_, c->peer, ucs_status_string(status));
     --c->self->in_flight_[c->peer];
+    ++c->self->completions_;
   }
 
   void post(int peer, const Header& h, const float* payload, std::size_t floats) {
@@ -318,6 +325,22 @@ class Rank {
     if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) return;
     struct pollfd pfd{efd_, POLLIN, 0};
     ::poll(&pfd, 1, o_.max_block_ms);
+  }
+
+  // UcxTransport::poll: progress, deliver what arrived and return true; false at the deadline.
+  template <typename Deliver>
+  bool transport_poll(Clock::time_point deadline, Deliver&& deliver) {
+    const auto completions_at_entry = completions_;
+    for (;;) {
+      progress();
+      if (!inbox_.empty()) {
+        deliver();
+        return true;
+      }
+      if (o_.return_on_completion && completions_ != completions_at_entry) return true;
+      if (sh_.failed || Clock::now() >= deadline) return false;
+      wait_events(deadline);
+    }
   }
 
   // Fetches a rendezvous payload (or copies an eager one) into dst; the transport's fetch().
@@ -371,7 +394,8 @@ class Rank {
     epoch_ = epoch;
     sh_.epoch[rank_] = epoch;
     sh_.phase[rank_] = 0;
-    headers_.clear();
+    if (o_.engine_waits && !wait_for_previous_sends(epoch)) return false;
+    if (std::all_of(in_flight_.begin(), in_flight_.end(), [](std::size_t f) { return f == 0; })) headers_.clear();
     const std::size_t own_begin = shard_begin(count, n, rank_), own_size = shard_size(count, n, rank_);
     const std::size_t own_chunks = chunks_in(count, n, rank_, o_.chunk_floats);
     slots_.assign(own_size * (n - 1), 0.f);
@@ -521,6 +545,13 @@ class Rank {
         last_progress = Clock::now();
       }
       if (reduced == own_chunks && gather_remaining == 0) break;
+      if (o_.engine_waits) {
+        if (!transport_poll(Clock::now() + std::chrono::milliseconds(o_.stall_ms), drain)) {
+          report(reduced == own_chunks ? "all-gather" : "scatter-reduce");
+          return false;
+        }
+        continue;
+      }
       if (drain()) {
         last_progress = Clock::now();
         continue;
@@ -544,6 +575,13 @@ class Rank {
     };
     last_progress = Clock::now();
     while (!served()) {
+      if (o_.engine_waits) {
+        if (!transport_poll(Clock::now() + std::chrono::milliseconds(o_.stall_ms), drain)) {
+          report("finish");
+          return false;
+        }
+        continue;
+      }
       if (drain()) last_progress = Clock::now();
       if (served()) break;
       if (sh_.failed || stalled()) {
@@ -553,6 +591,39 @@ class Rank {
       wait_events(Clock::now() + std::chrono::milliseconds(o_.max_block_ms));
     }
     sh_.phase[rank_] = 2;
+    return true;
+  }
+
+  // The engine's StagingPool::acquire in an exact call: the one staging buffer is taken again once
+  // every send of the previous call completed; what arrives meanwhile is kept for the call.
+  bool wait_for_previous_sends(long epoch) {
+    auto idle = [&] { return std::all_of(in_flight_.begin(), in_flight_.end(), [](std::size_t f) { return f == 0; }); };
+    auto deliver = [&] {
+      while (!inbox_.empty()) {
+        Arrived a = std::move(inbox_.front());
+        inbox_.pop_front();
+        if (a.h.kind == 3 || static_cast<long>(a.h.epoch) < epoch) {
+          if (a.data) ucp_am_data_release(worker_, a.data);
+          continue;
+        }
+        Early e{a.h, std::vector<float>(a.h.length)};
+        if (a.h.length && !take(a, e.payload.data())) continue;
+        if (!a.h.length && a.data) ucp_am_data_release(worker_, a.data);
+        early_.push_back(std::move(e));
+        ++early_kept_;
+      }
+    };
+    while (!idle())
+      if (!transport_poll(Clock::now() + std::chrono::milliseconds(o_.stall_ms), deliver)) {
+        std::string inflight;
+        for (int p = 0; p < o_.ranks; ++p) inflight += " " + std::to_string(in_flight_[p]);
+        std::fprintf(stderr,
+                     "rank %d STALLED before call %ld waiting for the previous call's sends: in flight [%s ], inbox %zu, "
+                     "sends completed %llu\n",
+                     rank_, epoch, inflight.c_str(), inbox_.size(), completions_);
+        sh_.failed = 1;
+        return false;
+      }
     return true;
   }
 
@@ -609,7 +680,7 @@ class Rank {
   long epoch_ = 0;
   int hellos_ = 0;
   unsigned long long eager_in_ = 0, rndv_in_ = 0, fetches_ = 0, fetch_timeouts_ = 0, early_kept_ = 0, unreadable_ = 0,
-                     sends_posted_ = 0;
+                     sends_posted_ = 0, completions_ = 0;
 };
 
 std::vector<std::size_t> parse_sizes(const char* s) {
@@ -650,6 +721,10 @@ void usage() {
       "  --stall-ms N       no progress for N ms is a stall (default 15000)\n"
       "  --fetch-timeout-ms N (default 10000)\n"
       "  -v                 print the endpoint's lanes\n"
+      "  --engine-waits     wait as the engine does over ucx/ucx_transport.cpp: conditions looked at only\n"
+      "                     when poll() returns, poll() returns only when a message arrived; each call\n"
+      "                     first waits for the previous call's sends (the staging buffer)\n"
+      "  --return-on-completion  with --engine-waits: poll() also returns when a send completed\n"
       "exit: 0 all calls exact, 1 a wrong result, 2 a stall, 3 set-up failed");
 }
 
@@ -682,6 +757,8 @@ int main(int argc, char** argv) {
     else if (a == "--stall-ms") o.stall_ms = std::atoi(next());
     else if (a == "--fetch-timeout-ms") o.fetch_timeout_ms = std::atoi(next());
     else if (a == "-v") o.verbose = true;
+    else if (a == "--engine-waits") o.engine_waits = true;
+    else if (a == "--return-on-completion") o.return_on_completion = true;
     else { usage(); return a == "-h" || a == "--help" ? 0 : 3; }
   }
   if (o.counts.empty())

@@ -87,6 +87,7 @@ class UcxTransport final : public Transport {
   std::vector<std::uint8_t> hello_from_;
   std::deque<Arrived> inbox_;
   bool failed_ = false;
+  std::uint64_t sends_completed_ = 0;  // counted by on_send_done; poll() returns when it moves
   std::int32_t hello_header_ = -1;  // read by UCX until the hello sends complete
   std::string description_ = "ucx (not connected)";
   TransportCounters counters_;
@@ -209,6 +210,7 @@ void UcxTransport::on_send_done(void* request, ucs_status_t status, void* user_d
   auto* ctx = static_cast<SendContext*>(user_data);
   if (status != UCS_OK) ctx->self->failed_ = true;
   --ctx->self->in_flight_[ctx->peer];
+  ++ctx->self->sends_completed_;
 }
 
 void UcxTransport::on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
@@ -332,6 +334,12 @@ void UcxTransport::deliver(Arrived& a, const std::function<void(const InboundMes
 }
 
 Status UcxTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
+  // A completed send is news too: the engine waits for sends_in_flight() to drop (a staging
+  // buffer to come free, a peer to be served) by calling poll() and looking again when it
+  // returns. Returning only for messages deadlocked exact calls: a rank whose last sends of the
+  // previous call completed inside this poll, after every peer had already sent it all it would
+  // send before hearing from it, slept here until the watchdog (mpi.buckets.np3).
+  const std::uint64_t completed_at_entry = sends_completed_;
   for (;;) {
     progress_all();
     if (!inbox_.empty()) {
@@ -345,6 +353,7 @@ Status UcxTransport::poll(Clock::time_point deadline, const std::function<void(c
       return {};
     }
     OR_CHECK(!failed_, peer, "a UCX endpoint failed");
+    if (sends_completed_ != completed_at_entry) return {};
     if (Clock::now() >= deadline) return Timeout("nothing arrived");
     wait_for_events(deadline);
   }
