@@ -67,6 +67,8 @@ struct Options {
   bool engine_waits = false;
   // With engine_waits: poll() also returns when a send completed (the fix).
   bool return_on_completion = false;
+  int gap_us = 0;  // the application's own work between calls (no UCX progress), per call
+  int handle_us = 0;  // time spent per delivered data message without progress (a rank descheduled)
 };
 
 // Shared between the processes (mmap before fork): addresses and a barrier.
@@ -123,6 +125,11 @@ class Rank {
     for (int step = 0; step < o_.steps; ++step)
       for (std::size_t b = 0; b < o_.counts.size(); ++b) {
         ++epoch;
+        if (o_.gap_us) {
+          const auto until = Clock::now() + std::chrono::microseconds(o_.gap_us);
+          while (Clock::now() < until) {
+          }
+        }
         auto& buf = buffers[b];
         buf.assign(o_.counts[b], 0.f);
         for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = value(rank_, epoch, i);
@@ -151,9 +158,10 @@ class Rank {
       wait_events(Clock::now() + std::chrono::milliseconds(1));
     }
     if (rank_ == 0)
-      std::printf("ok: %ld calls, %d ranks; received %llu eager, %llu rendezvous; %llu fetches, %llu early\n", epoch,
-                  o_.ranks, static_cast<unsigned long long>(eager_in_), static_cast<unsigned long long>(rndv_in_),
-                  static_cast<unsigned long long>(fetches_), static_cast<unsigned long long>(early_kept_));
+      std::printf("ok: %ld calls, %d ranks; received %llu eager, %llu rendezvous; %llu fetches, %llu early; "
+                  "%llu polls returned for a completed send alone; %llu sends did not complete at once\n",
+                  epoch, o_.ranks, static_cast<unsigned long long>(eager_in_), static_cast<unsigned long long>(rndv_in_),
+                  static_cast<unsigned long long>(fetches_), static_cast<unsigned long long>(early_kept_), completion_returns_, sends_posted_);
     close();
     return 0;
   }
@@ -337,7 +345,10 @@ class Rank {
         deliver();
         return true;
       }
-      if (o_.return_on_completion && completions_ != completions_at_entry) return true;
+      if (o_.return_on_completion && completions_ != completions_at_entry) {
+        ++completion_returns_;
+        return true;
+      }
       if (sh_.failed || Clock::now() >= deadline) return false;
       wait_events(deadline);
     }
@@ -478,6 +489,7 @@ class Rank {
         Arrived a = std::move(inbox_.front());
         inbox_.pop_front();
         any = true;
+        if (o_.handle_us && a.length) usleep(o_.handle_us);
         if (!handle(a)) {
           std::fprintf(stderr, "rank %d: call %ld: a message of kind %u from %u could not be taken\n", rank_, epoch, a.h.kind, a.h.source);
           unreadable_++;
@@ -680,7 +692,8 @@ class Rank {
   long epoch_ = 0;
   int hellos_ = 0;
   unsigned long long eager_in_ = 0, rndv_in_ = 0, fetches_ = 0, fetch_timeouts_ = 0, early_kept_ = 0, unreadable_ = 0,
-                     sends_posted_ = 0, completions_ = 0;
+                     sends_posted_ = 0, completions_ = 0,
+                     completion_returns_ = 0;
 };
 
 std::vector<std::size_t> parse_sizes(const char* s) {
@@ -725,6 +738,8 @@ void usage() {
       "                     when poll() returns, poll() returns only when a message arrived; each call\n"
       "                     first waits for the previous call's sends (the staging buffer)\n"
       "  --return-on-completion  with --engine-waits: poll() also returns when a send completed\n"
+      "  --gap-us N         the application's work between calls, without UCX progress (default 0)\n"
+      "  --handle-us N      sleep N us (no progress) per data message taken (a descheduled rank)\n"
       "exit: 0 all calls exact, 1 a wrong result, 2 a stall, 3 set-up failed");
 }
 
@@ -758,6 +773,8 @@ int main(int argc, char** argv) {
     else if (a == "--fetch-timeout-ms") o.fetch_timeout_ms = std::atoi(next());
     else if (a == "-v") o.verbose = true;
     else if (a == "--engine-waits") o.engine_waits = true;
+    else if (a == "--gap-us") o.gap_us = std::atoi(next());
+    else if (a == "--handle-us") o.handle_us = std::atoi(next());
     else if (a == "--return-on-completion") o.return_on_completion = true;
     else { usage(); return a == "-h" || a == "--help" ? 0 : 3; }
   }

@@ -22,7 +22,18 @@ std::weak_ptr<SharedContext> g_context;
 constexpr std::size_t kSegmentOverhead = 8u << 10;  // UCX's AM and TCP headers
 constexpr std::size_t kLargestSegment = 1u << 20;   // above this UCX's receive buffers cost too much
 
+// Whether the engine's UCX may open tcp: UCX warns of settings no transport took ("invalid
+// configurations: TX_SEG_SIZE=...") when the transports are held to shared memory.
+bool tcp_allowed() {
+  const char* tls = std::getenv((std::string(kEnvPrefix) + "_UCX_TLS").c_str());
+  if (!tls) tls = std::getenv("UCX_TLS");
+  if (!tls || !*tls || tls[0] == '^') return true;
+  const std::string list(tls);
+  return list.find("tcp") != std::string::npos || list.find("all") != std::string::npos;
+}
+
 void size_tcp_segments(ucp_config_t* config, std::size_t chunk_bytes) {
+  if (!tcp_allowed()) return;
   const std::string bytes = std::to_string(std::min(chunk_bytes, kLargestSegment) + kSegmentOverhead);
   for (const char* key : {"TX_SEG_SIZE", "RX_SEG_SIZE"}) {
     const std::string plain = std::string("UCX_TCP_") + key, prefixed = std::string(kEnvPrefix) + "_" + plain;

@@ -3,6 +3,7 @@
 // (eager and rendezvous), each named by the endpoint it came on.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <numeric>
 #include <thread>
@@ -87,6 +88,44 @@ TEST(UcxTransport, AStrangersEndpointIsNotARank) {
   }
   EXPECT_EQ(delivered, 0);
   EXPECT_GE(p.t[1]->counters().rejected_unauthenticated, 1u);
+}
+
+// The engine waits for its sends to complete (a staging buffer to come free, a peer to be
+// served) by calling poll() and looking at sends_in_flight() when it returns. A send that
+// completes while nothing arrives must end the poll: when only arriving messages did, an exact
+// call whose peers had already sent it everything slept until the watchdog (mpi.buckets.np3).
+TEST(UcxTransport, PollReturnsWhenASendCompletesThoughNothingArrives) {
+  Pair p = connected_pair();
+  ASSERT_EQ(p.t.size(), 2u);
+  // Larger than any shared-memory FIFO: UCX cannot finish it inside send().
+  std::vector<std::byte> header(56, std::byte{0x33}), payload(8u << 20, std::byte{0x5a});
+  ASSERT_TRUE(p.t[0]->send(1, Lane::data, header, payload).ok());
+  if (p.t[0]->sends_in_flight(1) == 0) GTEST_SKIP() << "the send completed inside send(): nothing to wait for";
+  // Rank 1 takes the message in and never answers.
+  std::atomic<bool> stop{false};
+  std::atomic<int> received{0};
+  std::thread receiver([&] {
+    while (!stop)
+      (void)p.t[1]->poll(Clock::now() + std::chrono::milliseconds(2), [&](const InboundMessage& m) {
+        std::vector<std::byte> into(m.payload_size);
+        if (m.copy_payload(into)) ++received;
+      });
+  });
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::seconds(20);
+  int delivered = 0;
+  Status st;
+  // As TarCall::wait does: poll, then look again.
+  while (p.t[0]->sends_in_flight(1) != 0 && Clock::now() < deadline)
+    st = p.t[0]->poll(deadline, [&](const InboundMessage&) { ++delivered; });
+  const auto waited = Clock::now() - start;
+  stop = true;
+  receiver.join();
+  EXPECT_EQ(p.t[0]->sends_in_flight(1), 0u);
+  EXPECT_EQ(delivered, 0);
+  EXPECT_TRUE(st.ok()) << st.text();
+  EXPECT_LT(waited, std::chrono::seconds(5)) << "poll() slept on although its send had completed";
+  EXPECT_EQ(received.load(), 1);
 }
 
 }  // namespace
