@@ -42,12 +42,19 @@ void size_tcp_segments(ucp_config_t* config, std::size_t chunk_bytes) {
   }
 }
 
-// Every engine message goes eagerly, never by rendezvous: UCX's active-message rendezvous over
-// cma deadlocked with several ranks reducing buffers of distinct sizes back to back
-// (mpi.buckets.np3), and eager keeps every transfer a push that needs no round trip between
-// ranks sharing cores. A user's setting wins.
+// Whether the user chose UCX's rendezvous threshold for the engine.
+bool user_sets_rndv_thresh() {
+  return std::getenv("UCX_RNDV_THRESH") || std::getenv((std::string(kEnvPrefix) + "_UCX_RNDV_THRESH").c_str());
+}
+
+// Engine messages go eagerly by default: every send carries UCP_AM_SEND_FLAG_EAGER (which alone
+// decides it: UCX 1.13 then ignores RNDV_THRESH for active messages), and RNDV_THRESH=inf keeps
+// UCX's own protocol choice the same. Eager keeps every transfer a push that needs no round trip
+// between ranks sharing cores. (The deadlock of mpi.buckets.np3 first blamed on rendezvous over
+// cma was a missed wake-up in UcxTransport::poll, and happened eagerly as well.) A user's
+// RNDV_THRESH wins, and then the sends leave the choice to UCX.
 void keep_messages_eager(ucp_config_t* config) {
-  if (std::getenv("UCX_RNDV_THRESH") || std::getenv("OPTIREDUCE_UCX_RNDV_THRESH")) return;
+  if (user_sets_rndv_thresh()) return;
   if (ucp_config_modify(config, "RNDV_THRESH", "inf") != UCS_OK) OR_LOG(debug, "UCX refused RNDV_THRESH=inf");
 }
 
@@ -85,6 +92,7 @@ std::shared_ptr<SharedContext> acquire_context(std::size_t chunk_bytes, Status& 
     status = Unavailable(std::string("ucp_init: ") + ucs_status_string(st));
     return nullptr;
   }
+  context->eager_only_ = !user_sets_rndv_thresh();
   g_context = context;
   return context;
 }

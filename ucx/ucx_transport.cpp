@@ -88,6 +88,7 @@ class UcxTransport final : public Transport {
   std::deque<Arrived> inbox_;
   bool failed_ = false;
   std::uint64_t sends_completed_ = 0;  // counted by on_send_done; poll() returns when it moves
+  std::uint64_t received_rendezvous_ = 0;  // payloads fetched or refused at the sender
   std::int32_t hello_header_ = -1;  // read by UCX until the hello sends complete
   std::string description_ = "ucx (not connected)";
   TransportCounters counters_;
@@ -97,6 +98,8 @@ UcxTransport::~UcxTransport() { close(); }
 
 void UcxTransport::close() {
   if (!worker_) return;
+  OR_LOG(debug, "UCX transport closing: %llu messages received, %llu of them by rendezvous",
+         static_cast<unsigned long long>(counters_.messages_received), static_cast<unsigned long long>(received_rendezvous_));
   // Flush what we sent, bounded, then close without a handshake that could wait on a dead peer.
   const auto deadline = Clock::now() + kCloseTimeout;
   ucp_request_param_t param{};
@@ -185,6 +188,7 @@ ucs_status_t UcxTransport::on_data(void* arg, const void* header, std::size_t he
   // has validated the header and named the destination.
   if (param->recv_attr & (UCP_AM_RECV_ATTR_FLAG_DATA | UCP_AM_RECV_ATTR_FLAG_RNDV)) {
     a.rendezvous = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
+    self->received_rendezvous_ += a.rendezvous;
     a.ucx_data = data;
     self->inbox_.push_back(std::move(a));
     return UCS_INPROGRESS;
@@ -282,9 +286,10 @@ Status UcxTransport::post(int peer, unsigned am_id, std::span<const std::byte> h
   param.cb.send = &UcxTransport::on_send_done;
   param.user_data = &send_contexts_[peer];
   // Eager: the sender pushes, no per-message handshake that needs both sides scheduled (several
-  // ranks on few cores make every round trip expensive). Reply: the receiver learns the endpoint
-  // it came on, which is how it knows the sender.
-  param.flags = UCP_AM_SEND_FLAG_EAGER | UCP_AM_SEND_FLAG_REPLY;
+  // ranks on few cores make every round trip expensive); unless the user set a rendezvous
+  // threshold (SharedContext::eager_only). Reply: the receiver learns the endpoint it came on,
+  // which is how it knows the sender.
+  param.flags = UCP_AM_SEND_FLAG_REPLY | (context_->eager_only() ? UCP_AM_SEND_FLAG_EAGER : 0u);
   void* req = ucp_am_send_nbx(endpoints_[peer], am_id, header.data(), header.size(), payload.data(), payload.size(), &param);
   if (req == nullptr) return {};
   if (UCS_PTR_IS_ERR(req)) {
