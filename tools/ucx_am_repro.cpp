@@ -69,6 +69,10 @@ struct Options {
   bool return_on_completion = false;
   int gap_us = 0;  // the application's own work between calls (no UCX progress), per call
   int handle_us = 0;  // time spent per delivered data message without progress (a rank descheduled)
+  bool barrier = false;  // a barrier between calls that does not progress UCX (the job's PMPI_Barrier)
+  // After a rendezvous fetch, flush the endpoint to its sender before going on: the fetch's
+  // acknowledgement (ATS), which completes the sender's send, is then out of this worker.
+  bool flush_after_fetch = false;
 };
 
 // Shared between the processes (mmap before fork): addresses and a barrier.
@@ -76,6 +80,7 @@ struct Shared {
   pthread_barrier_t barrier;
   std::atomic<int> failed;
   std::atomic<int> finished;
+  std::atomic<long> arrived[16];  // per rank: calls through the inter-call barrier
   std::size_t address_len[16];
   unsigned char address[16][4096];
   // Each rank's view, published when a call stalls.
@@ -125,6 +130,7 @@ class Rank {
     for (int step = 0; step < o_.steps; ++step)
       for (std::size_t b = 0; b < o_.counts.size(); ++b) {
         ++epoch;
+        if (o_.barrier && !between_calls_barrier(epoch)) return 2;
         if (o_.gap_us) {
           const auto until = Clock::now() + std::chrono::microseconds(o_.gap_us);
           while (Clock::now() < until) {
@@ -159,9 +165,10 @@ class Rank {
     }
     if (rank_ == 0)
       std::printf("ok: %ld calls, %d ranks; received %llu eager, %llu rendezvous; %llu fetches, %llu early; "
-                  "%llu polls returned for a completed send alone; %llu sends did not complete at once\n",
+                  "%llu polls returned for a completed send alone; %llu sends did not complete at once; "
+                  "%llu flushes waited\n",
                   epoch, o_.ranks, static_cast<unsigned long long>(eager_in_), static_cast<unsigned long long>(rndv_in_),
-                  static_cast<unsigned long long>(fetches_), static_cast<unsigned long long>(early_kept_), completion_returns_, sends_posted_);
+                  static_cast<unsigned long long>(fetches_), static_cast<unsigned long long>(early_kept_), completion_returns_, sends_posted_, flush_waits_);
     close();
     return 0;
   }
@@ -396,7 +403,19 @@ class Rank {
       while (!done.done) ucp_worker_progress(worker_);
     }
     ucp_request_free(req);
+    if (o_.flush_after_fetch) flush_to(a.h.source);
     return done.status == UCS_OK;
+  }
+
+  // Pushes out what this worker queued for `peer` (a fetch's ATS among it), progressing.
+  void flush_to(int peer) {
+    ucp_request_param_t param{};
+    void* req = ucp_ep_flush_nbx(eps_[peer], &param);
+    if (!UCS_PTR_IS_PTR(req)) return;
+    ++flush_waits_;
+    const auto give_up = Clock::now() + std::chrono::milliseconds(o_.fetch_timeout_ms);
+    while (ucp_request_check_status(req) == UCS_INPROGRESS && Clock::now() < give_up) ucp_worker_progress(worker_);
+    ucp_request_free(req);
   }
 
   bool call(long epoch, std::vector<float>& buf) {
@@ -606,6 +625,25 @@ class Rank {
     return true;
   }
 
+  // Every rank reaches call `epoch` before any starts it, with no UCX progress meanwhile (what a
+  // job's PMPI_Barrier between two engine calls does to the engine's worker). Times out.
+  bool between_calls_barrier(long epoch) {
+    sh_.arrived[rank_] = epoch;
+    const auto until = Clock::now() + std::chrono::milliseconds(o_.stall_ms);
+    for (;;) {
+      bool all = true;
+      for (int r = 0; r < o_.ranks; ++r) all = all && sh_.arrived[r] >= epoch;
+      if (all) return true;
+      if (sh_.failed) return false;
+      if (Clock::now() > until) {
+        std::fprintf(stderr, "rank %d STALLED in the barrier before call %ld (no UCX progress there)\n", rank_, epoch);
+        sh_.failed = 1;
+        return false;
+      }
+      sched_yield();
+    }
+  }
+
   // The engine's StagingPool::acquire in an exact call: the one staging buffer is taken again once
   // every send of the previous call completed; what arrives meanwhile is kept for the call.
   bool wait_for_previous_sends(long epoch) {
@@ -693,7 +731,7 @@ class Rank {
   int hellos_ = 0;
   unsigned long long eager_in_ = 0, rndv_in_ = 0, fetches_ = 0, fetch_timeouts_ = 0, early_kept_ = 0, unreadable_ = 0,
                      sends_posted_ = 0, completions_ = 0,
-                     completion_returns_ = 0;
+                     completion_returns_ = 0, flush_waits_ = 0;
 };
 
 std::vector<std::size_t> parse_sizes(const char* s) {
@@ -740,6 +778,8 @@ void usage() {
       "  --return-on-completion  with --engine-waits: poll() also returns when a send completed\n"
       "  --gap-us N         the application's work between calls, without UCX progress (default 0)\n"
       "  --handle-us N      sleep N us (no progress) per data message taken (a descheduled rank)\n"
+      "  --barrier          a barrier between calls that does not progress UCX (a job's PMPI_Barrier)\n"
+      "  --flush-after-fetch  flush the endpoint to the sender after each rendezvous fetch (its ATS)\n"
       "exit: 0 all calls exact, 1 a wrong result, 2 a stall, 3 set-up failed");
 }
 
@@ -775,6 +815,8 @@ int main(int argc, char** argv) {
     else if (a == "--engine-waits") o.engine_waits = true;
     else if (a == "--gap-us") o.gap_us = std::atoi(next());
     else if (a == "--handle-us") o.handle_us = std::atoi(next());
+    else if (a == "--barrier") o.barrier = true;
+    else if (a == "--flush-after-fetch") o.flush_after_fetch = true;
     else if (a == "--return-on-completion") o.return_on_completion = true;
     else { usage(); return a == "-h" || a == "--help" ? 0 : 3; }
   }

@@ -71,6 +71,7 @@ class UcxTransport final : public Transport {
   Status post(int peer, unsigned am_id, std::span<const std::byte> header, std::span<const std::byte> payload);
   void deliver(Arrived& a, const std::function<void(const InboundMessage&)>& on_message);
   bool fetch(Arrived& a, std::span<std::byte> dst);
+  void push_out(int peer);
   void progress_all();
   void wait_for_events(Clock::time_point deadline);
   bool handshake_done(int self_rank) const;
@@ -335,7 +336,10 @@ void UcxTransport::deliver(Arrived& a, const std::function<void(const InboundMes
   counters_.bytes_received += a.header.size() + a.length;
   on_message(m);
   // Not fetched: the engine refused it; releasing a rendezvous descriptor tells the sender.
-  if (a.ucx_data && !a.fetched) ucp_am_data_release(worker_, a.ucx_data);
+  if (a.ucx_data && !a.fetched) {
+    ucp_am_data_release(worker_, a.ucx_data);
+    if (a.rendezvous) push_out(a.source);
+  }
 }
 
 Status UcxTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
@@ -380,7 +384,10 @@ bool UcxTransport::fetch(Arrived& a, std::span<std::byte> dst) {
   };
   param.user_data = &fetch;
   void* req = ucp_am_recv_data_nbx(worker_, a.ucx_data, dst.data(), dst.size(), &param);
-  if (req == nullptr) return true;
+  if (req == nullptr) {
+    push_out(a.source);
+    return true;
+  }
   if (UCS_PTR_IS_ERR(req)) return false;
   // The destination may be the caller's buffer, so the fetch completes (or is cancelled and
   // finished) before this returns: nothing may write there after the engine call is over.
@@ -393,7 +400,30 @@ bool UcxTransport::fetch(Arrived& a, std::span<std::byte> dst) {
            static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(kFetchTimeout).count()));
   }
   ucp_request_free(req);
+  push_out(a.source);
   return fetch.status == UCS_OK;
+}
+
+// A rendezvous send completes at its sender only when the receiver's acknowledgement (ATS)
+// arrives, and the receiver's UCX sends it from its own progress: queued behind a full FIFO, it
+// leaves only while the receiver progresses. A receiver that then ended its call (its peers had
+// all said done) and went into the job's own MPI left the sender waiting for the ATS, and for
+// the receiver's "done" queued behind it, until the receiver's next engine call: mpi.buckets and
+// bench.sh's latency runs hung in finish_sends. So the ATS of a fetched or refused payload is
+// pushed out (the endpoint flushed) before the engine hears of the message. It is one peer's
+// queue, and that peer is in the call (it waits for this rank's "done" or for this very ATS), so
+// it drains; bounded by kFetchTimeout all the same.
+void UcxTransport::push_out(int peer) {
+  if (peer < 0 || static_cast<std::size_t>(peer) >= endpoints_.size() || !endpoints_[peer]) return;
+  ucp_request_param_t param{};
+  void* req = ucp_ep_flush_nbx(endpoints_[peer], &param);
+  if (!UCS_PTR_IS_PTR(req)) return;
+  const auto give_up = Clock::now() + kFetchTimeout;
+  while (ucp_request_check_status(req) == UCS_INPROGRESS && Clock::now() < give_up) ucp_worker_progress(worker_);
+  if (ucp_request_check_status(req) == UCS_INPROGRESS)
+    OR_LOG(warn, "UCX: what this rank queued for rank %d did not leave in %lld ms", peer,
+           static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(kFetchTimeout).count()));
+  ucp_request_free(req);
 }
 
 std::string UcxTransport::chosen_transports() const {
