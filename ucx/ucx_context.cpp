@@ -22,7 +22,18 @@ std::weak_ptr<SharedContext> g_context;
 constexpr std::size_t kSegmentOverhead = 8u << 10;  // UCX's AM and TCP headers
 constexpr std::size_t kLargestSegment = 1u << 20;   // above this UCX's receive buffers cost too much
 
+// Whether the engine's UCX may open tcp: UCX warns of settings no transport took ("invalid
+// configurations: TX_SEG_SIZE=...") when the transports are held to shared memory.
+bool tcp_allowed() {
+  const char* tls = std::getenv((std::string(kEnvPrefix) + "_UCX_TLS").c_str());
+  if (!tls) tls = std::getenv("UCX_TLS");
+  if (!tls || !*tls || tls[0] == '^') return true;
+  const std::string list(tls);
+  return list.find("tcp") != std::string::npos || list.find("all") != std::string::npos;
+}
+
 void size_tcp_segments(ucp_config_t* config, std::size_t chunk_bytes) {
+  if (!tcp_allowed()) return;
   const std::string bytes = std::to_string(std::min(chunk_bytes, kLargestSegment) + kSegmentOverhead);
   for (const char* key : {"TX_SEG_SIZE", "RX_SEG_SIZE"}) {
     const std::string plain = std::string("UCX_TCP_") + key, prefixed = std::string(kEnvPrefix) + "_" + plain;
@@ -31,12 +42,19 @@ void size_tcp_segments(ucp_config_t* config, std::size_t chunk_bytes) {
   }
 }
 
-// Every engine message goes eagerly, never by rendezvous: UCX's active-message rendezvous over
-// cma deadlocked with several ranks reducing buffers of distinct sizes back to back
-// (mpi.buckets.np3), and eager keeps every transfer a push that needs no round trip between
-// ranks sharing cores. A user's setting wins.
+// Whether the user chose UCX's rendezvous threshold for the engine.
+bool user_sets_rndv_thresh() {
+  return std::getenv("UCX_RNDV_THRESH") || std::getenv((std::string(kEnvPrefix) + "_UCX_RNDV_THRESH").c_str());
+}
+
+// Engine messages go eagerly by default: every send carries UCP_AM_SEND_FLAG_EAGER (which alone
+// decides it: UCX 1.13 then ignores RNDV_THRESH for active messages), and RNDV_THRESH=inf keeps
+// UCX's own protocol choice the same. Eager keeps every transfer a push that needs no round trip
+// between ranks sharing cores. (The deadlock of mpi.buckets.np3 first blamed on rendezvous over
+// cma was a missed wake-up in UcxTransport::poll, and happened eagerly as well.) A user's
+// RNDV_THRESH wins, and then the sends leave the choice to UCX.
 void keep_messages_eager(ucp_config_t* config) {
-  if (std::getenv("UCX_RNDV_THRESH") || std::getenv("OPTIREDUCE_UCX_RNDV_THRESH")) return;
+  if (user_sets_rndv_thresh()) return;
   if (ucp_config_modify(config, "RNDV_THRESH", "inf") != UCS_OK) OR_LOG(debug, "UCX refused RNDV_THRESH=inf");
 }
 
@@ -74,6 +92,7 @@ std::shared_ptr<SharedContext> acquire_context(std::size_t chunk_bytes, Status& 
     status = Unavailable(std::string("ucp_init: ") + ucs_status_string(st));
     return nullptr;
   }
+  context->eager_only_ = !user_sets_rndv_thresh();
   g_context = context;
   return context;
 }

@@ -22,10 +22,15 @@ class SharedContext {
  public:
   ~SharedContext();
   ucp_context_h handle() const { return context_; }
+  // Engine messages go eagerly (UCP_AM_SEND_FLAG_EAGER) unless the user set UCX's rendezvous
+  // threshold for the engine (UCX_RNDV_THRESH or OPTIREDUCE_UCX_RNDV_THRESH): then UCX chooses
+  // per message from that threshold.
+  bool eager_only() const { return eager_only_; }
 
  private:
   friend std::shared_ptr<SharedContext> acquire_context(std::size_t chunk_bytes, Status& status);
   ucp_context_h context_ = nullptr;
+  bool eager_only_ = true;
 };
 
 // The process's context, created on first use. `chunk_bytes` (the largest engine payload) sizes

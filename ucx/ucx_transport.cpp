@@ -71,6 +71,7 @@ class UcxTransport final : public Transport {
   Status post(int peer, unsigned am_id, std::span<const std::byte> header, std::span<const std::byte> payload);
   void deliver(Arrived& a, const std::function<void(const InboundMessage&)>& on_message);
   bool fetch(Arrived& a, std::span<std::byte> dst);
+  void push_out(int peer);
   void progress_all();
   void wait_for_events(Clock::time_point deadline);
   bool handshake_done(int self_rank) const;
@@ -87,6 +88,10 @@ class UcxTransport final : public Transport {
   std::vector<std::uint8_t> hello_from_;
   std::deque<Arrived> inbox_;
   bool failed_ = false;
+  std::uint64_t sends_completed_ = 0;  // counted by on_send_done; poll() returns when it moves
+  std::uint64_t received_rendezvous_ = 0;  // payloads fetched or refused at the sender
+  Clock::time_point poll_deadline_{};      // of the poll() delivering now: push_out() keeps to it
+  std::vector<void*> flushes_;             // push_out() flushes still in flight, freed once done
   std::int32_t hello_header_ = -1;  // read by UCX until the hello sends complete
   std::string description_ = "ucx (not connected)";
   TransportCounters counters_;
@@ -96,6 +101,8 @@ UcxTransport::~UcxTransport() { close(); }
 
 void UcxTransport::close() {
   if (!worker_) return;
+  OR_LOG(debug, "UCX transport closing: %llu messages received, %llu of them by rendezvous",
+         static_cast<unsigned long long>(counters_.messages_received), static_cast<unsigned long long>(received_rendezvous_));
   // Flush what we sent, bounded, then close without a handshake that could wait on a dead peer.
   const auto deadline = Clock::now() + kCloseTimeout;
   ucp_request_param_t param{};
@@ -120,6 +127,8 @@ void UcxTransport::close() {
   for (auto& a : inbox_)
     if (a.ucx_data) ucp_am_data_release(worker_, a.ucx_data);
   inbox_.clear();
+  for (void* req : flushes_) ucp_request_free(req);
+  flushes_.clear();
   ucp_worker_destroy(worker_);
   worker_ = nullptr;
 }
@@ -184,6 +193,7 @@ ucs_status_t UcxTransport::on_data(void* arg, const void* header, std::size_t he
   // has validated the header and named the destination.
   if (param->recv_attr & (UCP_AM_RECV_ATTR_FLAG_DATA | UCP_AM_RECV_ATTR_FLAG_RNDV)) {
     a.rendezvous = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
+    self->received_rendezvous_ += a.rendezvous;
     a.ucx_data = data;
     self->inbox_.push_back(std::move(a));
     return UCS_INPROGRESS;
@@ -209,6 +219,7 @@ void UcxTransport::on_send_done(void* request, ucs_status_t status, void* user_d
   auto* ctx = static_cast<SendContext*>(user_data);
   if (status != UCS_OK) ctx->self->failed_ = true;
   --ctx->self->in_flight_[ctx->peer];
+  ++ctx->self->sends_completed_;
 }
 
 void UcxTransport::on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
@@ -280,9 +291,10 @@ Status UcxTransport::post(int peer, unsigned am_id, std::span<const std::byte> h
   param.cb.send = &UcxTransport::on_send_done;
   param.user_data = &send_contexts_[peer];
   // Eager: the sender pushes, no per-message handshake that needs both sides scheduled (several
-  // ranks on few cores make every round trip expensive). Reply: the receiver learns the endpoint
-  // it came on, which is how it knows the sender.
-  param.flags = UCP_AM_SEND_FLAG_EAGER | UCP_AM_SEND_FLAG_REPLY;
+  // ranks on few cores make every round trip expensive); unless the user set a rendezvous
+  // threshold (SharedContext::eager_only). Reply: the receiver learns the endpoint it came on,
+  // which is how it knows the sender.
+  param.flags = UCP_AM_SEND_FLAG_REPLY | (context_->eager_only() ? unsigned{UCP_AM_SEND_FLAG_EAGER} : 0u);
   void* req = ucp_am_send_nbx(endpoints_[peer], am_id, header.data(), header.size(), payload.data(), payload.size(), &param);
   if (req == nullptr) return {};
   if (UCS_PTR_IS_ERR(req)) {
@@ -328,10 +340,25 @@ void UcxTransport::deliver(Arrived& a, const std::function<void(const InboundMes
   counters_.bytes_received += a.header.size() + a.length;
   on_message(m);
   // Not fetched: the engine refused it; releasing a rendezvous descriptor tells the sender.
-  if (a.ucx_data && !a.fetched) ucp_am_data_release(worker_, a.ucx_data);
+  if (a.ucx_data && !a.fetched) {
+    ucp_am_data_release(worker_, a.ucx_data);
+    if (a.rendezvous) push_out(a.source);
+  }
 }
 
 Status UcxTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
+  poll_deadline_ = deadline;
+  std::erase_if(flushes_, [](void* req) {
+    if (ucp_request_check_status(req) == UCS_INPROGRESS) return false;
+    ucp_request_free(req);
+    return true;
+  });
+  // A completed send is news too: the engine waits for sends_in_flight() to drop (a staging
+  // buffer to come free, a peer to be served) by calling poll() and looking again when it
+  // returns. Returning only for messages deadlocked exact calls: a rank whose last sends of the
+  // previous call completed inside this poll, after every peer had already sent it all it would
+  // send before hearing from it, slept here until the watchdog (mpi.buckets.np3).
+  const std::uint64_t completed_at_entry = sends_completed_;
   for (;;) {
     progress_all();
     if (!inbox_.empty()) {
@@ -345,6 +372,7 @@ Status UcxTransport::poll(Clock::time_point deadline, const std::function<void(c
       return {};
     }
     OR_CHECK(!failed_, peer, "a UCX endpoint failed");
+    if (sends_completed_ != completed_at_entry) return {};
     if (Clock::now() >= deadline) return Timeout("nothing arrived");
     wait_for_events(deadline);
   }
@@ -366,7 +394,10 @@ bool UcxTransport::fetch(Arrived& a, std::span<std::byte> dst) {
   };
   param.user_data = &fetch;
   void* req = ucp_am_recv_data_nbx(worker_, a.ucx_data, dst.data(), dst.size(), &param);
-  if (req == nullptr) return true;
+  if (req == nullptr) {
+    push_out(a.source);
+    return true;
+  }
   if (UCS_PTR_IS_ERR(req)) return false;
   // The destination may be the caller's buffer, so the fetch completes (or is cancelled and
   // finished) before this returns: nothing may write there after the engine call is over.
@@ -379,7 +410,35 @@ bool UcxTransport::fetch(Arrived& a, std::span<std::byte> dst) {
            static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(kFetchTimeout).count()));
   }
   ucp_request_free(req);
+  push_out(a.source);
   return fetch.status == UCS_OK;
+}
+
+// A rendezvous send completes at its sender only when the receiver's acknowledgement (ATS)
+// arrives, and the receiver's UCX sends it from its own progress: queued behind a full FIFO, it
+// leaves only while the receiver progresses. A receiver that then ended its call (its peers had
+// all said done) and went into the job's own MPI left the sender waiting for the ATS, and for
+// the receiver's "done" queued behind it, until the receiver's next engine call: mpi.buckets and
+// bench.sh's latency runs hung in finish_sends. So the ATS of a fetched or refused payload is
+// pushed out (the endpoint flushed) before the engine hears of the message. It is one peer's
+// queue, and that peer is in the call (it waits for this rank's "done" or for this very ATS), so
+// it drains. The flush waits for everything queued to that peer, though, not only the ATS: when
+// the peer does not progress (a late payload refused after its sender moved on) it waits at
+// most until the poll's deadline (so a bounded call keeps to its budget) or kFetchTimeout, and
+// the flush then finishes in later polls.
+void UcxTransport::push_out(int peer) {
+  if (peer < 0 || static_cast<std::size_t>(peer) >= endpoints_.size() || !endpoints_[peer]) return;
+  ucp_request_param_t param{};
+  void* req = ucp_ep_flush_nbx(endpoints_[peer], &param);
+  if (!UCS_PTR_IS_PTR(req)) return;
+  const auto give_up = std::min(poll_deadline_, Clock::now() + kFetchTimeout);
+  while (ucp_request_check_status(req) == UCS_INPROGRESS && Clock::now() < give_up) ucp_worker_progress(worker_);
+  if (ucp_request_check_status(req) == UCS_INPROGRESS) {
+    OR_LOG(debug, "UCX: what this rank queued for rank %d has not left yet", peer);
+    flushes_.push_back(req);
+    return;
+  }
+  ucp_request_free(req);
 }
 
 std::string UcxTransport::chosen_transports() const {

@@ -3,6 +3,8 @@
 // (eager and rendezvous), each named by the endpoint it came on.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <thread>
@@ -87,6 +89,93 @@ TEST(UcxTransport, AStrangersEndpointIsNotARank) {
   }
   EXPECT_EQ(delivered, 0);
   EXPECT_GE(p.t[1]->counters().rejected_unauthenticated, 1u);
+}
+
+// The engine waits for its sends to complete (a staging buffer to come free, a peer to be
+// served) by calling poll() and looking at sends_in_flight() when it returns. A send that
+// completes while nothing arrives must end the poll: when only arriving messages did, an exact
+// call whose peers had already sent it everything slept until the watchdog (mpi.buckets.np3).
+TEST(UcxTransport, PollReturnsWhenASendCompletesThoughNothingArrives) {
+  Pair p = connected_pair();
+  ASSERT_EQ(p.t.size(), 2u);
+  // Larger than any shared-memory FIFO: UCX cannot finish it inside send().
+  std::vector<std::byte> header(56, std::byte{0x33}), payload(8u << 20, std::byte{0x5a});
+  ASSERT_TRUE(p.t[0]->send(1, Lane::data, header, payload).ok());
+  if (p.t[0]->sends_in_flight(1) == 0) GTEST_SKIP() << "the send completed inside send(): nothing to wait for";
+  // Rank 1 takes the message in and never answers.
+  std::atomic<bool> stop{false};
+  std::atomic<int> received{0};
+  std::thread receiver([&] {
+    while (!stop)
+      (void)p.t[1]->poll(Clock::now() + std::chrono::milliseconds(2), [&](const InboundMessage& m) {
+        std::vector<std::byte> into(m.payload_size);
+        if (m.copy_payload(into)) ++received;
+      });
+  });
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::seconds(20);
+  int delivered = 0;
+  Status st;
+  // As TarCall::wait does: poll, then look again.
+  while (p.t[0]->sends_in_flight(1) != 0 && Clock::now() < deadline)
+    st = p.t[0]->poll(deadline, [&](const InboundMessage&) { ++delivered; });
+  const auto waited = Clock::now() - start;
+  stop = true;
+  receiver.join();
+  EXPECT_EQ(p.t[0]->sends_in_flight(1), 0u);
+  EXPECT_EQ(delivered, 0);
+  EXPECT_TRUE(st.ok()) << st.text();
+  EXPECT_LT(waited, std::chrono::seconds(5)) << "poll() slept on although its send had completed";
+  EXPECT_EQ(received.load(), 1);
+}
+
+// A rendezvous send completes when the receiver's acknowledgement (ATS) arrives, and the
+// receiver's UCX sends it from its own progress. Once the engine has taken a fetched payload the
+// receiver may end its call and stop progressing (its peers said done): the ATS must have left by
+// then, even when it queues behind a full FIFO, or the sender waits in finish_sends until the
+// receiver's next engine call.
+TEST(UcxTransport, ARendezvousSendCompletesOnceTheReceiverTookItAndStopped) {
+  ASSERT_EQ(setenv("OPTIREDUCE_UCX_RNDV_THRESH", "64K", 1), 0);  // 1 MiB by rendezvous, 512 B eagerly
+  Pair p = connected_pair();
+  unsetenv("OPTIREDUCE_UCX_RNDV_THRESH");
+  ASSERT_EQ(p.t.size(), 2u);
+  std::vector<std::byte> header(56, std::byte{0x44}), payload(1u << 20, std::byte{0x6b});
+  ASSERT_TRUE(p.t[0]->send(1, Lane::data, header, payload).ok());
+  ASSERT_EQ(p.t[0]->sends_in_flight(1), 1u);
+  // Rank 1 fills rank 0's FIFO (rank 0 does not progress yet), so its ATS will queue.
+  std::vector<std::byte> small(512, std::byte{0x01});
+  for (int i = 0; i < 400; ++i) ASSERT_TRUE(p.t[1]->send(0, Lane::data, header, small).ok());
+  // Rank 0 progresses from here on, in a thread of its own, until its send completes.
+  std::atomic<bool> stop{false};
+  std::thread sender([&] {
+    while (!stop && p.t[0]->sends_in_flight(1) != 0)
+      (void)p.t[0]->poll(Clock::now() + std::chrono::milliseconds(2), [](const InboundMessage&) {});
+  });
+  // Rank 1 takes the payload in, then never progresses again. Its poll may last a second: the
+  // acknowledgement is pushed out within the poll's deadline, and a loaded machine can take
+  // longer than a few milliseconds to schedule rank 0's thread that drains the FIFO.
+  bool fetched = false;
+  const auto until = Clock::now() + std::chrono::seconds(10);
+  while (!fetched && Clock::now() < until)
+    (void)p.t[1]->poll(Clock::now() + std::chrono::seconds(1), [&](const InboundMessage& m) {
+      if (m.payload_size != payload.size()) return;
+      EXPECT_FALSE(m.payload_held) << "not a rendezvous payload";
+      std::vector<std::byte> into(m.payload_size);
+      fetched = m.copy_payload(into) && into == payload;
+    });
+  ASSERT_TRUE(fetched);
+  const auto waited_from = Clock::now();
+  while (p.t[0]->sends_in_flight(1) != 0 && Clock::now() - waited_from < std::chrono::seconds(5))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  stop = true;
+  sender.join();
+  EXPECT_EQ(p.t[0]->sends_in_flight(1), 0u) << "the receiver stopped with its acknowledgement still queued";
+  // Rank 1's own small sends drain now that rank 0 progressed (they were rank 1's to drive).
+  const auto drain = Clock::now() + std::chrono::seconds(10);
+  while (p.t[1]->sends_in_flight(0) != 0 && Clock::now() < drain) {
+    (void)p.t[1]->poll(Clock::time_point::min(), [](const InboundMessage&) {});
+    (void)p.t[0]->poll(Clock::now() + std::chrono::milliseconds(1), [](const InboundMessage&) {});
+  }
 }
 
 }  // namespace
