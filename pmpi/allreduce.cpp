@@ -61,7 +61,8 @@ std::optional<PassReason> run_engine(const void* sendbuf, void* recvbuf, std::in
   ProcessStats::instance().record_intercepted({static_cast<std::uint64_t>(count) * sizeof(float), stats.entries,
                                                stats.dropped_entries, stats.latency_us, bounded,
                                                stats.kind == CallKind::fallback,
-                                               stats.deadline_us[0] + stats.deadline_us[1], bounded && stats.cut});
+                                               stats.deadline_us[0] + stats.deadline_us[1], bounded && stats.cut,
+                                               stats.kind == CallKind::mpi});
   trace_call(stats);
   if (!stats.ok()) {
     // Never hang and never return wrong data silently: the communicator's error handler decides

@@ -8,6 +8,7 @@ const char* to_string(CallKind k) {
     case CallKind::calibration: return "calibration";
     case CallKind::bounded: return "bounded";
     case CallKind::fallback: return "fallback";
+    case CallKind::mpi: return "mpi";
   }
   return "?";
 }

@@ -50,13 +50,16 @@ ApplyParameter fraction(Setter set) {
   };
 }
 
-ApplyParameter on_off(bool Config::*field) {
-  return [field](Config& c, const std::string& v) {
-    if (v != "on" && v != "off") return false;
-    c.*field = v == "on";
+// One of two words: `yes` sets the field, `no` clears it.
+ApplyParameter either(bool Config::*field, const char* yes, const char* no) {
+  return [=](Config& c, const std::string& v) {
+    if (v != yes && v != no) return false;
+    c.*field = v == yes;
     return true;
   };
 }
+
+ApplyParameter on_off(bool Config::*field) { return either(field, "on", "off"); }
 
 ApplyParameter path(std::string Config::*field) {
   return [field](Config& c, const std::string& v) {
@@ -127,11 +130,7 @@ const std::vector<Parameter>& engine_parameters() {
       {{"OPTIREDUCE_FILL", "zero", "zero, local",
         "all-gather chunks that never arrived: zero, or this rank's own contribution times the number of ranks "
         "(an unbiased guess)"},
-       [](Config& c, const std::string& v) {
-         if (v != "zero" && v != "local") return false;
-         c.fill_local = v == "local";
-         return true;
-       }},
+       either(&Config::fill_local, "local", "zero")},
       {{"OPTIREDUCE_AGREE_FILL", "on", "on, off",
         "bounded calls end with the ranks telling each other which all-gather chunks they lack and filling the union "
         "on every rank, so replicas stay bitwise identical (zero fill only); off: each rank fills only what it lacks, "
@@ -155,7 +154,8 @@ const std::vector<Parameter>& engine_parameters() {
         "host (a free core for each); results are the same"},
        choice(&Config::hadamard_overlap, {{"off", 0}, {"on", 1}, {"auto", 2}})},
       {{"OPTIREDUCE_CALIBRATION_CALLS", std::to_string(defaults::kCalibrationCalls), "1 to 100000",
-        "exact calls per communicator and size class (power-of-two byte range) whose times calibrate the deadlines"},
+        "exact calls whose times calibrate the deadlines of a communicator's first size class (power-of-two byte "
+        "range); each later size class, and each recalibration, takes the smaller of this and 8"},
        [](Config& c, const std::string& v) {
          std::uint64_t n = 0;
          if (!parse_plain_integer(v, n) || n < 1 || n > 100000) return false;
@@ -190,6 +190,13 @@ const std::vector<Parameter>& transport_parameters() {
         "unreliable and never retransmitted: what is late is compensated"},
        choice(&Config::transport, {{"auto", TransportKind::automatic}, {"ucx", TransportKind::ucx},
                                    {"udp", TransportKind::udp}, {"ofi", TransportKind::ofi}})},
+      {{"OPTIREDUCE_STEP_ASIDE", "auto", "auto, off",
+        "auto: when every rank of the communicator is on one host and UCX reaches them all through shared "
+        "memory (no fault injection), the first calls of each size class time the MPI's own allreduce against "
+        "the engine, and the faster carries that size class's later calls (the report's mpi_calls; never a "
+        "fallback); off: the engine carries every call. Hold UCX off shared memory (OPTIREDUCE_UCX_TLS=tcp) to "
+        "emulate a network on one host"},
+       either(&Config::step_aside, "auto", "off")},
       {{"OPTIREDUCE_UDP_IFACE", "(auto)", "a network interface name, e.g. eth0",
         "udp transport: the interface; auto: loopback when every rank of the communicator shares one network "
         "namespace, otherwise the interface whose subnet holds the peers' addresses"},

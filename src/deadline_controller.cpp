@@ -19,8 +19,12 @@ bool DeadlineController::calibrating(unsigned cls) const {
 bool DeadlineController::record_calibration(unsigned cls, const PhaseTimes& phase_us) {
   ClassState& s = classes_[cls];
   for (std::size_t p = 0; p < kTarPhases; ++p) s.calibration[p].push_back(phase_us[p]);
-  // A recalibration needs fewer calls than the first calibration: the engine is warm.
-  const std::size_t needed = s.calibrated ? std::min<std::size_t>(options_.calibration_calls, 8) : options_.calibration_calls;
+  // A recalibration, or the calibration of a size class after another one's, needs fewer calls
+  // than the communicator's first: the engine and the path are warm (a training job's buckets
+  // come in many sizes, and each would otherwise spend the full count exactly).
+  const bool warm = s.calibrated || any_calibrated_;
+  const std::size_t needed = warm ? std::min<std::size_t>(options_.calibration_calls, kWarmCalibrationCalls)
+                                  : options_.calibration_calls;
   if (s.calibration[0].size() < needed) return false;
   for (std::size_t p = 0; p < kTarPhases; ++p) {
     s.bound[p] = std::min(options_.cap_us, percentile(s.calibration[p], 0.95));
@@ -28,6 +32,7 @@ bool DeadlineController::record_calibration(unsigned cls, const PhaseTimes& phas
     s.calibration[p].shrink_to_fit();
   }
   s.calibrated = true;
+  any_calibrated_ = true;
   return true;
 }
 

@@ -110,6 +110,7 @@ class DeadlineController {
   static constexpr double kQuietShare = 0.25;
   static constexpr double kMaxStretch = 4.0;
   static constexpr double kAgreeMinUs = 500;
+  static constexpr std::size_t kWarmCalibrationCalls = 8;
   static constexpr double kProbeBudgetFactor = 4.0;
   static constexpr double kDrainBeforeExactUs = 20000;
   static constexpr double kPaceHeadroom = 2.0;
@@ -123,6 +124,7 @@ class DeadlineController {
   };
   DeadlineOptions options_;
   std::map<unsigned, ClassState> classes_;
+  bool any_calibrated_ = false;  // some size class has calibrated: the others need fewer calls
   double pace_bytes_per_s_ = 0;
 };
 

@@ -88,10 +88,16 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
   const unsigned cls = size_class(count * sizeof(float));
   stats.kind = allow_bounded ? choose_kind(cls) : CallKind::exact;
   stats.sequence = ++state_.calls;
-  // The path of the call, in one place: bounded calls over the bounded transport; exact ones
-  // over the exact transport (then, while calibrating or after a fallback, a probe of the
-  // bounded transport when it is another one), or over the bootstrap when there is none.
-  if (stats.kind == CallKind::bounded) {
+  // The path of the call, in one place: the job's MPI where it measured faster (one host, shared
+  // memory: step_aside.hpp), and while that is measured; bounded calls over the bounded
+  // transport; exact ones over the exact transport (then, while calibrating or after a fallback,
+  // a probe of the bounded transport when it is another one), or over the bootstrap when there
+  // is none.
+  const StepAside::Path aside = step_aside_.next(cls);
+  if (aside == StepAside::Path::mpi) stats.kind = CallKind::mpi;
+  if (aside == StepAside::Path::mpi || aside == StepAside::Path::mpi_sample) {
+    stats = exact_over_bootstrap(input, output, count, std::move(stats), start);
+  } else if (stats.kind == CallKind::bounded) {
     stats = run_tar(*bounded_path(), {input, output, count, cls, nullptr}, std::move(stats), start);
   } else if (paths_.exact) {
     const bool probe_after = stats.kind != CallKind::exact && paths_.bounded != nullptr;
@@ -102,6 +108,7 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
     if (stats.ok() && stats.kind != CallKind::exact) stats = probe(output, count, std::move(stats), cls, stats.latency_us);
   }
   if (!stats.ok() && stats.transport != "mpi") stats.status = agree_on_failure(stats.status);
+  if (stats.ok()) step_aside_.record(cls, aside, stats.latency_us, *state_.bootstrap);
   if (stats.kind == CallKind::bounded && stats.ok())
     state_.loss_budget.after_bounded_call(stats, state_.calls, *state_.bootstrap, state_.agreed);
   state_.agreed.injected_drops = state_.faults.injected_drops();

@@ -12,6 +12,7 @@
 #include "optireduce/engine/call_stats.hpp"
 #include "optireduce/engine/engine_options.hpp"
 #include "optireduce/engine/engine_state.hpp"
+#include "optireduce/engine/step_aside.hpp"
 #include "optireduce/engine/tar_call.hpp"
 #include "optireduce/engine/transport_path.hpp"
 #include "optireduce/transport.hpp"
@@ -82,6 +83,7 @@ class Engine {
   EngineState state_;
   // After the state: destroyed first, so sends they still progress never read freed staging.
   Paths paths_;
+  StepAside step_aside_{false, 0};  // set by create() once the ranks agreed it may
   bool broken_ = false;
 };
 

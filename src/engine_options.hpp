@@ -52,6 +52,9 @@ struct EngineOptions {
   // The communicator's calls may be bounded (its mode at creation): only then is a datagram
   // transport started beside UCX.
   bool bounded_calls = true;
+  // Within one host over shared memory, measure the MPI's allreduce against the engine per size
+  // class and let the faster carry the class (step_aside.hpp).
+  bool step_aside = true;
   TransportSettings transport_settings;
 };
 

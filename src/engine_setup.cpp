@@ -136,7 +136,16 @@ std::unique_ptr<Engine> Engine::create(int rank, int ranks, std::unique_ptr<Tran
   }
   if (!paths.exact && wants_exact && rank == 0)
     OR_LOG(warn, "exact calls go over the job's MPI: %s", exact_status.text().c_str());
-  return std::unique_ptr<Engine>(new Engine(rank, ranks, comm_id, std::move(paths), std::move(bootstrap), options));
+  // The MPI's allreduce is measured against the engine's only where nothing but this host's
+  // memory is in between, and no test asks for the engine's faults.
+  const bool aside = options.step_aside && !options.faults.any() && paths.exact && !paths.bounded &&
+                     paths.exact->transport->traits().shared_memory;
+  bool all_aside = true;
+  const std::byte flag{static_cast<unsigned char>(aside ? 1 : 0)};
+  for (const auto& b : bootstrap->allgather({&flag, 1})) all_aside = all_aside && !b.empty() && b[0] == std::byte{1};
+  auto engine = std::unique_ptr<Engine>(new Engine(rank, ranks, comm_id, std::move(paths), std::move(bootstrap), options));
+  engine->step_aside_ = StepAside(all_aside, rank);
+  return engine;
 }
 
 }  // namespace optireduce

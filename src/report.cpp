@@ -108,7 +108,7 @@ std::string render_rank(const RankReport& r) {
     << ", \"passthrough\": " << number(s.passthrough_time_us) << "}"
     << ", \"latency_us\": " << quantiles(s.latency_us) << ", \"size_classes\": " << size_classes(s)
     << ", \"bounded_calls\": " << s.bounded_calls << ", \"cut_calls\": " << s.cut_calls
-    << ", \"fallback_calls\": " << s.fallback_calls << ", \"deadline_us\": " << quantiles(s.deadline_us)
+    << ", \"fallback_calls\": " << s.fallback_calls << ", \"mpi_calls\": " << s.mpi_calls << ", \"deadline_us\": " << quantiles(s.deadline_us)
     << ", \"late_arrivals\": {\"messages\": " << r.late.messages << ", \"bytes\": " << r.late.bytes
     << ", \"wait_us\": " << number(r.late.wait_us) << ", \"call_wait_us\": " << number(r.late.call_wait_us) << "}"
     << ", \"divergent_calls\": " << r.divergent_calls << ", \"fallbacks\": " << r.fallbacks

@@ -70,6 +70,7 @@ void ProcessStats::record_intercepted(const CallRecord& call) {
     ++c.cut_calls;
   }
   if (call.fallback) ++totals_.fallback_calls;
+  if (call.over_mpi) ++totals_.mpi_calls;
 }
 
 void ProcessStats::record_passthrough(PassReason reason, double elapsed_us) {

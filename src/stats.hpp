@@ -20,6 +20,7 @@ struct CallRecord {
   bool fallback = false;     // ran exactly because the loss budget was exceeded
   double deadline_us = 0;    // total budget of a bounded call
   bool cut = false;          // a phase closed at its deadline (or grace) before all its data was in
+  bool over_mpi = false;     // stepped aside to the MPI's allreduce, measured faster (never a fallback)
 };
 
 // Why an MPI_Allreduce (or MPI_Iallreduce) went to the MPI library untouched.
@@ -62,6 +63,7 @@ struct StatsSnapshot {
   std::uint64_t engine_failures = 0;
   std::uint64_t bounded_calls = 0;
   std::uint64_t fallback_calls = 0;
+  std::uint64_t mpi_calls = 0;        // intercepted, then stepped aside to the MPI's allreduce
   std::uint64_t cut_calls = 0;        // bounded calls a deadline closed before all data was in
   double engine_time_us = 0;          // summed latency of intercepted calls
   double passthrough_time_us = 0;     // summed time of MPI_Allreduce calls passed to the MPI

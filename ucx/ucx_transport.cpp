@@ -18,6 +18,8 @@
 namespace optireduce::ucx {
 namespace {
 
+bool only_shared_memory(const std::string& chosen);  // of chosen_transports()
+
 constexpr unsigned kDataAmId = 0x4f52;   // engine messages
 constexpr unsigned kHelloAmId = 0x4f53;  // connection handshake
 // Spin on progress this long before blocking on the event fd: a message in flight usually lands
@@ -40,7 +42,7 @@ class UcxTransport final : public Transport {
   Status send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) override;
   std::size_t sends_in_flight(int peer) const override { return in_flight_.at(peer); }
   Status poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override;
-  TransportTraits traits() const override { return {true, true, false, std::size_t{1} << 30}; }
+  TransportTraits traits() const override { return {true, true, false, std::size_t{1} << 30, shared_memory_}; }
   std::string describe() const override { return description_; }
   TransportCounters counters() const override { return counters_; }
 
@@ -94,6 +96,7 @@ class UcxTransport final : public Transport {
   std::vector<void*> flushes_;             // push_out() flushes still in flight, freed once done
   std::int32_t hello_header_ = -1;  // read by UCX until the hello sends complete
   std::string description_ = "ucx (not connected)";
+  bool shared_memory_ = false;  // every lane of every endpoint is a shared-memory transport
   TransportCounters counters_;
 };
 
@@ -273,6 +276,7 @@ Status UcxTransport::connect(int self_rank, const std::vector<std::vector<std::b
   // Data of a peer that finished its handshake first may already be in the inbox: it stays there
   // for the first call.
   description_ = chosen_transports();
+  shared_memory_ = only_shared_memory(description_);
   OR_LOG(info, "UCX transports in use: %s", description_.c_str());
   return {};
 }
@@ -439,6 +443,21 @@ void UcxTransport::push_out(int peer) {
     return;
   }
   ucp_request_free(req);
+}
+
+// UCX's transports through this host's memory (single-copy or mapped segments, and self).
+bool only_shared_memory(const std::string& chosen) {
+  static const std::set<std::string> shm{"sysv", "posix", "cma", "xpmem", "knem", "self"};
+  std::size_t from = 0;
+  bool any = false;
+  while (from < chosen.size()) {
+    const std::size_t end = std::min(chosen.find(',', from), chosen.size());
+    const std::string name = chosen.substr(from, end - from);
+    if (!shm.contains(name.substr(0, name.find('/')))) return false;
+    any = true;
+    from = end + 1;
+  }
+  return any;
 }
 
 std::string UcxTransport::chosen_transports() const {

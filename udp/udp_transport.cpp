@@ -125,13 +125,13 @@ void UdpTransport::reply(int peer, datagram::Kind kind, std::span<const std::byt
   sender_->send_control(std::move(one));
 }
 
-void UdpTransport::progress(bool readable, bool send) {
+void UdpTransport::progress(bool readable) {
   if (parity_.enabled())
     for (int peer : parity_.lingering(Clock::now())) close_parity_group(peer);
-  if (send) sender_->flush();
+  sender_->flush();
   if (!readable) return;
   receive_->read(socket_.fd(), *inbound_, kReadBatches);
-  if (send) sender_->flush();  // pongs that came in may have opened windows
+  sender_->flush();  // pongs that came in may have opened windows
 }
 
 Status UdpTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
@@ -144,13 +144,9 @@ Status UdpTransport::poll(Clock::time_point deadline, const std::function<void(c
   const std::size_t before = inbound_->delivered();
   inbound_->deliver_kept();
   // The socket is read when a wait says it is readable (and once at first): a wait that ended
-  // for the pacing or a window's retry only sends, without a recvmmsg that finds nothing. A poll
-  // that may not wait (the engine takes in arrivals between rounds of sends, one datagram per
-  // peer each) reads without sending: the queue leaves in batches, when a peer's queue reaches
-  // kEagerFlushBytes (send()) or at the engine's next waiting poll.
-  const bool send = deadline > Clock::now();
+  // for the pacing or a window's retry only sends, without a recvmmsg that finds nothing.
   for (bool readable = true;;) {
-    progress(readable, send);
+    progress(readable);
     if (inbound_->delivered() > before) return Status::Ok();
     if (Clock::now() >= deadline) return Timeout("udp: nothing arrived before the deadline");
     readable = wait(deadline);

@@ -59,7 +59,7 @@ class UdpTransport final : public Transport, private datagram::ControlReplies {
   Status open_path(const std::vector<Address>& all);
   Status probe(Clock::time_point deadline);
   void greet(const std::vector<int>& peers);
-  void progress(bool readable = true, bool send = true);
+  void progress(bool readable = true);
   bool wait(Clock::time_point until);
 
   UdpSettings settings_;

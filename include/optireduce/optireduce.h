@@ -42,7 +42,9 @@ enum optireduce_call_kind {
   OPTIREDUCE_CALL_EXACT = 0,       /* exact by configuration (reliable mode) */
   OPTIREDUCE_CALL_CALIBRATION = 1, /* exact while the deadlines calibrate */
   OPTIREDUCE_CALL_BOUNDED = 2,     /* under deadlines */
-  OPTIREDUCE_CALL_FALLBACK = 3     /* exact because recent calls lost more than the budget */
+  OPTIREDUCE_CALL_FALLBACK = 3,    /* exact because recent calls lost more than the budget */
+  OPTIREDUCE_CALL_MPI = 4          /* exact over the MPI's own allreduce: measured faster on this
+                                      host's shared memory (OPTIREDUCE_STEP_ASIDE) */
 };
 
 typedef struct optireduce_call_stats {

@@ -50,6 +50,9 @@ struct TransportTraits {
   // send from memory that goes back to the caller when the call returns.
   bool can_abandon_sends = false;
   std::size_t max_message_bytes = 0;  // largest header + payload one send() may carry
+  // Every peer is reached through this host's memory, not a network: then the MPI's own
+  // shared-memory allreduce is a contender worth measuring (engine.cpp, the step aside).
+  bool shared_memory = false;
 };
 
 // The transport's own counters for the report. Monotonic over the transport's life.

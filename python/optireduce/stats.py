@@ -9,7 +9,7 @@ import sys
 
 from . import _capi
 
-KINDS = ("exact", "calibration", "bounded", "fallback")
+KINDS = ("exact", "calibration", "bounded", "fallback", "mpi")
 MODES = ("bounded", "reliable", "off")
 
 

@@ -89,6 +89,19 @@ def check_new_fields(entry, where, args):
         fail(f"{where}: late_arrivals {late!r}: the wait per call exceeds the sum over messages")
 
 
+def check_step_aside(ranks, args):
+    """Calls stepped aside to the MPI's allreduce: never fallbacks, the same on every rank."""
+    counts = [entry.get("mpi_calls") for entry in ranks]
+    if not all(isinstance(n, int) and 0 <= n <= entry["intercepted_calls"] for n, entry in zip(counts, ranks)):
+        fail(f"mpi_calls {counts}: expected counts from 0 to intercepted_calls")
+    if args.mpi_calls is not None and any(n != args.mpi_calls for n in counts):
+        fail(f"mpi_calls {counts}: expected {args.mpi_calls} on every rank")
+    if args.agreed_mpi_calls and len(set(counts)) != 1:
+        fail(f"mpi_calls {counts} differ between ranks: the step aside is agreed")
+    if any(n and entry.get("fallback_calls") for n, entry in zip(counts, ranks)):
+        fail(f"ranks that stepped aside count fallback calls: {[(e['mpi_calls'], e['fallback_calls']) for e in ranks]}")
+
+
 def check_top(report, args):
     """The library version and every effective setting (the names optireduce-info lists)."""
     if args.version is not None and report.get("version") != args.version:
@@ -134,6 +147,9 @@ def main():
     parser.add_argument("--info-tool", help="optireduce-info: config must hold every parameter it lists")
     parser.add_argument("--transport-includes", action="append", default=[])
     parser.add_argument("--transport-excludes", action="append", default=[])
+    parser.add_argument("--mpi-calls", type=int, help="exact mpi_calls (stepped aside) of every rank")
+    parser.add_argument("--agreed-mpi-calls", action="store_true",
+                        help="mpi_calls is the same on every rank (a decision the ranks agree on)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -167,6 +183,7 @@ def main():
     check_top(report, args)
     for entry in ranks:
         check_rank(entry, args)
+    check_step_aside(ranks, args)
     print(f"check_report: PASS: {args.report}: {len(ranks)} ranks, intercepted_calls "
           f"{[e['intercepted_calls'] for e in ranks]}, transports {sorted({e.get('transports', '') for e in ranks})}")
 

@@ -49,6 +49,15 @@ TEST(DeadlineController, CapUntilCalibratedThenMarginTimesP95) {
   EXPECT_TRUE(c.calibrating(21)) << "each size class calibrates on its own";
 }
 
+TEST(DeadlineController, LaterSizeClassesCalibrateInFewerCalls) {
+  auto c = calibrated();  // the first class took all 20
+  for (int i = 0; i < 7; ++i)  // the warm count is 8
+    EXPECT_FALSE(c.record_calibration(21, {2000.0, 1500.0})) << i;
+  EXPECT_TRUE(c.record_calibration(21, {2000.0, 1500.0}));
+  EXPECT_FALSE(c.calibrating(21));
+  EXPECT_DOUBLE_EQ(c.bound_us(21, TarPhase::gather), 1500);
+}
+
 TEST(DeadlineController, QuietNetworkShrinksTheDeadlineDownToTheFloor) {
   auto c = calibrated();
   for (int i = 0; i < 9; ++i) c.record_estimate(20, {600, 500});
