@@ -9,16 +9,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <regex>
-#include <set>
 
 #include "optireduce/log.hpp"
 #include "optireduce/ucx/ucx_context.hpp"
+#include "optireduce/ucx/ucx_lanes.hpp"
 
 namespace optireduce::ucx {
 namespace {
-
-bool only_shared_memory(const std::string& chosen);  // of chosen_transports()
 
 constexpr unsigned kDataAmId = 0x4f52;   // engine messages
 constexpr unsigned kHelloAmId = 0x4f53;  // connection handshake
@@ -77,7 +74,6 @@ class UcxTransport final : public Transport {
   void progress_all();
   void wait_for_events(Clock::time_point deadline);
   bool handshake_done(int self_rank) const;
-  std::string chosen_transports() const;
   void close();
 
   std::shared_ptr<SharedContext> context_;
@@ -275,7 +271,7 @@ Status UcxTransport::connect(int self_rank, const std::vector<std::vector<std::b
   }
   // Data of a peer that finished its handshake first may already be in the inbox: it stays there
   // for the first call.
-  description_ = chosen_transports();
+  description_ = lanes_in_use(endpoints_);
   shared_memory_ = only_shared_memory(description_);
   OR_LOG(info, "UCX transports in use: %s", description_.c_str());
   return {};
@@ -443,43 +439,6 @@ void UcxTransport::push_out(int peer) {
     return;
   }
   ucp_request_free(req);
-}
-
-// UCX's transports through this host's memory (single-copy or mapped segments, and self).
-bool only_shared_memory(const std::string& chosen) {
-  static const std::set<std::string> shm{"sysv", "posix", "cma", "xpmem", "knem", "self"};
-  std::size_t from = 0;
-  bool any = false;
-  while (from < chosen.size()) {
-    const std::size_t end = std::min(chosen.find(',', from), chosen.size());
-    const std::string name = chosen.substr(from, end - from);
-    if (!shm.contains(name.substr(0, name.find('/')))) return false;
-    any = true;
-    from = end + 1;
-  }
-  return any;
-}
-
-std::string UcxTransport::chosen_transports() const {
-  // ucp_ep_print_info lists the lanes of an endpoint; keep the distinct "transport/device" names.
-  std::set<std::string> names;
-  static const std::regex lane(R"(lane\[\d+\]:\s+\d+:([a-z][a-z0-9_]*/[A-Za-z0-9_.:\-]+))");
-  for (ucp_ep_h ep : endpoints_) {
-    if (!ep) continue;
-    char* text = nullptr;
-    std::size_t size = 0;
-    FILE* stream = open_memstream(&text, &size);
-    if (!stream) continue;
-    ucp_ep_print_info(ep, stream);
-    std::fclose(stream);
-    const std::string info(text, size);
-    std::free(text);
-    OR_LOG(debug, "endpoint configuration:\n%s", info.c_str());
-    for (std::sregex_iterator it(info.begin(), info.end(), lane), end; it != end; ++it) names.insert((*it)[1]);
-  }
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ",") + n;
-  return out.empty() ? "ucx" : out;
 }
 
 }  // namespace
