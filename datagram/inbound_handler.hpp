@@ -64,4 +64,20 @@ class InboundHandler final : public DatagramSink {
   std::size_t delivered_ = 0;
 };
 
+// For the length of a transport's poll(): what the handler delivers goes to `on_message`, and to
+// nobody once the poll returned (however it returns).
+class ListeningScope {
+ public:
+  ListeningScope(InboundHandler& inbound, const std::function<void(const InboundMessage&)>& on_message)
+      : inbound_(inbound) {
+    inbound_.listen(&on_message);
+  }
+  ~ListeningScope() { inbound_.listen(nullptr); }
+  ListeningScope(const ListeningScope&) = delete;
+  ListeningScope& operator=(const ListeningScope&) = delete;
+
+ private:
+  InboundHandler& inbound_;
+};
+
 }  // namespace optireduce::datagram

@@ -86,11 +86,7 @@ void OfiTransport::wait(Clock::time_point until) {
 
 Status OfiTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
   OR_CHECK(connected_, invalid, "ofi: poll before connect");
-  struct Listening {
-    datagram::InboundHandler& inbound;
-    ~Listening() { inbound.listen(nullptr); }
-  } listening{*inbound_};
-  inbound_->listen(&on_message);
+  const datagram::ListeningScope listening(*inbound_, on_message);
   const std::size_t before = inbound_->delivered();
   inbound_->deliver_kept();
   for (;;) {

@@ -136,11 +136,7 @@ void UdpTransport::progress(bool readable) {
 
 Status UdpTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
   OR_CHECK(connected_, invalid, "udp: poll before connect");
-  struct Listening {
-    datagram::InboundHandler& inbound;
-    ~Listening() { inbound.listen(nullptr); }
-  } listening{*inbound_};
-  inbound_->listen(&on_message);
+  const datagram::ListeningScope listening(*inbound_, on_message);
   const std::size_t before = inbound_->delivered();
   inbound_->deliver_kept();
   // The socket is read when a wait says it is readable (and once at first): a wait that ended
