@@ -192,9 +192,9 @@ const std::vector<Parameter>& transport_parameters() {
                                    {"udp", TransportKind::udp}, {"ofi", TransportKind::ofi}})},
       {{"OPTIREDUCE_STEP_ASIDE", "auto", "auto, off",
         "auto: when every rank of the communicator is on one host and UCX reaches them all through shared "
-        "memory (no fault injection), the first calls of each size class time the MPI's own allreduce against "
-        "the engine, and the faster carries that size class's later calls (the report's mpi_calls; never a "
-        "fallback); off: the engine carries every call. Hold UCX off shared memory (OPTIREDUCE_UCX_TLS=tcp) to "
+        "memory (no fault injection), every call is exact (nothing there to bound), the first calls of each size "
+        "class time the MPI's own allreduce against the engine, and the faster carries that size class's later "
+        "calls (the report's mpi_calls; never a fallback); off: the engine carries every call, bounded ones too. Hold UCX off shared memory (OPTIREDUCE_UCX_TLS=tcp) to "
         "emulate a network on one host"},
        either(&Config::step_aside, "auto", "off")},
       {{"OPTIREDUCE_UDP_IFACE", "(auto)", "a network interface name, e.g. eth0",

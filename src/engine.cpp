@@ -86,7 +86,9 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
     return stats;
   }
   const unsigned cls = size_class(count * sizeof(float));
-  stats.kind = allow_bounded ? choose_kind(cls) : CallKind::exact;
+  // Over shared memory nothing is lost to a network: a bounded communicator's calls run exactly
+  // there, over the faster of the engine and the MPI.
+  stats.kind = allow_bounded && !step_aside_.eligible() ? choose_kind(cls) : CallKind::exact;
   stats.sequence = ++state_.calls;
   // The path of the call, in one place: the job's MPI where it measured faster (one host, shared
   // memory: step_aside.hpp), and while that is measured; bounded calls over the bounded

@@ -19,7 +19,8 @@ class StepAside {
   static constexpr unsigned kSamples = 4;
 
   // `eligible`: agreed at creation (one host, the engine's transport on shared memory, no fault
-  // injection, not turned off). Otherwise every call is the engine's.
+  // injection, not turned off). Then calls are exact, bounded mode or not (nothing to bound);
+  // otherwise every call is the engine's.
   StepAside(bool eligible, int rank) : eligible_(eligible), rank_(rank) {}
   bool eligible() const { return eligible_; }
 
