@@ -36,6 +36,7 @@ struct Info {
   std::vector<std::pair<std::string, std::string>> ucx_variables;
   std::vector<std::string> ucx_transports;
   std::vector<std::string> udp_host;  // the udp transport's view of this host, one line each
+  std::vector<std::string> call_paths;
   optireduce::tools::FabricProviders fabric;
   optireduce::TopologySummary topology;
 };
@@ -62,6 +63,36 @@ std::vector<std::pair<std::string, std::string>> ucx_variables() {
   return out;
 }
 
+// What carries which calls under this configuration: the rules of engine_setup.cpp and
+// step_aside.hpp in words (the hosts of a job are known only inside it).
+std::vector<std::string> call_paths(const optireduce::Config& c) {
+  using optireduce::Mode;
+  using optireduce::TransportKind;
+  if (c.mode == Mode::off) return {"OPTIREDUCE_MODE=off: every MPI_Allreduce goes to the MPI untouched"};
+  std::vector<std::string> out{"exact calls (reliable mode, calibration, fallback): UCX"};
+  const std::string bounded = c.mode == Mode::reliable ? "(none: reliable mode) " : "";
+  switch (c.transport) {
+    case TransportKind::automatic:
+      out.push_back("bounded calls " + bounded + "(auto): kernel UDP datagrams when the communicator's ranks are on "
+                    "more than one host (host names differ), UCX when they are all on one");
+      break;
+    case TransportKind::ucx: out.push_back("bounded calls " + bounded + "(ucx): UCX"); break;
+    case TransportKind::udp: out.push_back("bounded calls " + bounded + "(udp): kernel UDP datagrams, on one host too"); break;
+    case TransportKind::ofi: out.push_back("bounded calls " + bounded + "(ofi): libfabric datagram endpoints"); break;
+  }
+  if (!c.step_aside)
+    out.push_back("one host: the engine carries every call (OPTIREDUCE_STEP_ASIDE=off)");
+  else if (c.transport == TransportKind::udp || c.transport == TransportKind::ofi)
+    out.push_back("one host: no step aside (a datagram transport is named: a network being emulated)");
+  else if (c.faults.any())
+    out.push_back("one host: no step aside (faults are injected)");
+  else
+    out.push_back("one host, UCX over shared memory: every call exact; per size class the faster of the MPI's "
+                  "allreduce and the engine, measured in its first calls (held off shared memory, e.g. "
+                  "OPTIREDUCE_UCX_TLS=tcp, UCX never steps aside)");
+  return out;
+}
+
 std::string plural(int n, const char* word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
@@ -77,6 +108,8 @@ void print_text(const Info& info, bool verbose) {
       std::printf("#   %-*s   accepted: %s\n#   %-*s   %s\n", static_cast<int>(width), "", s.accepted.c_str(),
                   static_cast<int>(width), "", s.description.c_str());
   }
+  std::printf("#\n# What carries the calls\n");
+  for (const auto& line : info.call_paths) std::printf("#   %s\n", line.c_str());
   std::printf("#\n# UCX variables (OPTIREDUCE_UCX_* apply to the engine only and win over UCX_*)\n");
   if (info.ucx_variables.empty()) std::printf("#   (none set)\n");
   for (const auto& [name, value] : info.ucx_variables) std::printf("#   %s=%s\n", name.c_str(), value.c_str());
@@ -123,6 +156,8 @@ void print_json(const Info& info) {
   for (std::size_t i = 0; i < info.ucx_transports.size(); ++i) o += (i ? ", " : "") + quoted(info.ucx_transports[i]);
   o += "],\n  \"udp_host\": [";
   for (std::size_t i = 0; i < info.udp_host.size(); ++i) o += (i ? ", " : "") + quoted(info.udp_host[i]);
+  o += "],\n  \"call_paths\": [";
+  for (std::size_t i = 0; i < info.call_paths.size(); ++i) o += (i ? ", " : "") + quoted(info.call_paths[i]);
   o += "],\n  \"fabric_dgram_providers\": [";
   for (std::size_t i = 0; i < info.fabric.providers.size(); ++i) {
     const auto& p = info.fabric.providers[i];
@@ -170,6 +205,7 @@ int main(int argc, char** argv) {
                  std::to_string(OPTIREDUCE_VERSION_PATCH);
   info.settings = settings_of(env, parsed.config);
   info.ucx_variables = ucx_variables();
+  info.call_paths = call_paths(parsed.config);
   optireduce::Status loaded;
   if (const auto* ucx = optireduce::load_transport_module("ucx", loaded); ucx && ucx->describe_host)
     info.ucx_transports = ucx->describe_host(parsed.config.transports);
