@@ -19,9 +19,9 @@ namespace allreduce_bench {
 
 // Kinds of a call, as counted in the JSON ("none": the call did not run through the engine:
 // Open MPI, Gloo, or a call the library passed to PMPI_Allreduce).
-enum Kind : int { kNone = 0, kExact, kCalibration, kBounded, kFallback, kKinds };
+enum Kind : int { kNone = 0, kExact, kCalibration, kBounded, kFallback, kMpi, kKinds };
 inline const char* kind_name(int k) {
-  static const char* const names[kKinds] = {"none", "exact", "calibration", "bounded", "fallback"};
+  static const char* const names[kKinds] = {"none", "exact", "calibration", "bounded", "fallback", "mpi"};
   return k >= 0 && k < kKinds ? names[k] : "unknown";
 }
 
@@ -55,6 +55,7 @@ class EngineProbe {
       case OPTIREDUCE_CALL_CALIBRATION: info.kind = kCalibration; break;
       case OPTIREDUCE_CALL_BOUNDED: info.kind = kBounded; break;
       case OPTIREDUCE_CALL_FALLBACK: info.kind = kFallback; break;
+      case OPTIREDUCE_CALL_MPI: info.kind = kMpi; break;
       default: info.kind = kExact;  // a kind this header does not know: treat it as one that must be exact
     }
     info.entries = s.value.entries;

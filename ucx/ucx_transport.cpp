@@ -25,7 +25,10 @@ constexpr auto kSpinBeforeBlock = std::chrono::microseconds(50);
 // A rendezvous fetch is one transfer from a peer that is alive and in the call; this bounds it.
 constexpr auto kFetchTimeout = std::chrono::seconds(10);
 // Longest single block, so transports without wake-up events still get progressed.
-constexpr int kMaxBlockMs = 5;
+constexpr auto kMaxBlock = std::chrono::milliseconds(5);
+// While this rank's own sends are in flight, UCX may need progress to push them on (a TCP socket
+// that was full becomes writable without an event on the worker's fd): block only this long.
+constexpr auto kMaxBlockWhileSending = std::chrono::microseconds(200);
 // Closing waits at most this for the sends of the last bounded calls to drain.
 constexpr auto kCloseTimeout = std::chrono::seconds(2);
 
@@ -318,9 +321,14 @@ void UcxTransport::wait_for_events(Clock::time_point deadline) {
   }
   if (event_fd_ < 0) return;
   if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) return;  // events pending: progress again
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  const bool sending = std::any_of(in_flight_.begin(), in_flight_.end(), [](std::size_t n) { return n != 0; });
+  const auto longest = sending ? std::chrono::duration_cast<std::chrono::nanoseconds>(kMaxBlockWhileSending)
+                               : std::chrono::duration_cast<std::chrono::nanoseconds>(kMaxBlock);
+  const auto left = std::clamp(std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now()),
+                               std::chrono::nanoseconds(0), longest);
+  const timespec ts{static_cast<time_t>(left.count() / 1000000000), static_cast<long>(left.count() % 1000000000)};
   struct pollfd pfd{event_fd_, POLLIN, 0};
-  ::poll(&pfd, 1, static_cast<int>(std::clamp<long long>(left + 1, 0, kMaxBlockMs)));
+  ::ppoll(&pfd, 1, &ts, nullptr);
 }
 
 void UcxTransport::deliver(Arrived& a, const std::function<void(const InboundMessage&)>& on_message) {

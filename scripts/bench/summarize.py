@@ -17,7 +17,7 @@ import os
 import statistics
 import sys
 
-KINDS = ("none", "exact", "calibration", "bounded", "fallback")
+KINDS = ("none", "exact", "calibration", "bounded", "fallback", "mpi")
 
 
 def load(path):
