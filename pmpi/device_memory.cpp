@@ -1,6 +1,7 @@
 #include "device_memory.hpp"
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <atomic>
 #include <cstdint>
@@ -15,10 +16,29 @@ constexpr int kAttributeMemoryType = 2;  // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
 constexpr unsigned kMemoryTypeHost = 1;  // CU_MEMORYTYPE_HOST; device, array and unified are not
 
 std::atomic<CuPointerGetAttribute> g_query{nullptr};
+// How many objects the dynamic loader had loaded when the driver was last looked for in vain.
+std::atomic<unsigned long long> g_looked_at{~0ull};
 std::atomic<bool> g_on_some_rank{false};
+
+// The loader's count of objects loaded so far: it moves when anything is dlopen'ed.
+unsigned long long objects_loaded() {
+  unsigned long long adds = 0;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* out) {
+        *static_cast<unsigned long long*>(out) = info->dlpi_adds;
+        return 1;  // the first object carries the count
+      },
+      &adds);
+  return adds;
+}
 
 CuPointerGetAttribute find_query() {
   if (auto q = g_query.load(std::memory_order_acquire)) return q;
+  // Looking costs a walk of every loaded object and, for the driver's name, open() calls along
+  // the library path: once per call of a job without CUDA it was most of a small call's time.
+  // Only a new object can bring the driver.
+  const unsigned long long loaded = objects_loaded();
+  if (g_looked_at.load(std::memory_order_acquire) == loaded) return nullptr;
   void* symbol = dlsym(RTLD_DEFAULT, "cuPointerGetAttribute");
   if (!symbol) {
     // The CUDA runtime opens the driver with RTLD_LOCAL: ask for it by name, never loading it.
@@ -27,6 +47,7 @@ CuPointerGetAttribute find_query() {
   }
   auto q = reinterpret_cast<CuPointerGetAttribute>(symbol);
   if (q) g_query.store(q, std::memory_order_release);
+  else g_looked_at.store(loaded, std::memory_order_release);
   return q;
 }
 
