@@ -48,7 +48,7 @@ void StepAside::decide(unsigned size_class, ClassState& s, Bootstrap& bootstrap)
     slowest[1] = std::max(slowest[1], theirs[1]);
   }
   s.decided = true;
-  s.over_mpi = slowest[1] < slowest[0];
+  s.over_mpi = !(slowest[0] < kEngineMargin * slowest[1]);
   s.engine_us.clear();
   s.mpi_us.clear();
   if (rank_ == 0)

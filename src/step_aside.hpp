@@ -16,7 +16,11 @@ namespace optireduce {
 class StepAside {
  public:
   // Path samples per size class and path, after one call that warms the engine's buffers.
-  static constexpr unsigned kSamples = 4;
+  static constexpr unsigned kSamples = 6;
+  // The engine keeps a size class only when it is clearly faster: the MPI's own allreduce is what
+  // the user would have had, and two paths of about the same speed swap places with the noise of
+  // a shared host from one job to the next.
+  static constexpr double kEngineMargin = 0.9;
 
   // `eligible`: agreed at creation (one host, the engine's transport on shared memory, no fault
   // injection, not turned off). Then calls are exact, bounded mode or not (nothing to bound);

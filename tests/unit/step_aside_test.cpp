@@ -59,6 +59,8 @@ TEST(StepAside, TheSlowestRankOfEachPathDecidesOnEveryRank) {
   // Both paths' slowest ranks: engine 700, MPI 650: the MPI wins on both ranks, though rank 0
   // alone measured its engine faster.
   EXPECT_EQ(decide({300, 700}, {650, 400}), (std::array<Path, 2>{Path::mpi, Path::mpi}));
+  // The engine must be clearly faster to keep a class: 860 against 900 is not.
+  EXPECT_EQ(decide({860, 500}, {900, 400}), (std::array<Path, 2>{Path::mpi, Path::mpi}));
 }
 
 TEST(StepAside, IneligibleCommunicatorsNeverLeaveTheEngine) {
