@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
-# The test suite under AddressSanitizer + UndefinedBehaviorSanitizer (issue 5, part 3).
-#   scripts/sanitize.sh            configure build-asan, build, run the unit and MPI tests
-# Environment: BUILD_DIR (default build-asan), JOBS (default 2), SANITIZE (default address,undefined).
+# The test suite under AddressSanitizer + UndefinedBehaviorSanitizer, or ThreadSanitizer.
+#   scripts/sanitize.sh                   configure build-asan, build, run the unit and MPI tests
+#   SANITIZE=thread scripts/sanitize.sh   configure build-tsan, build, run the unit tests: ranks as
+#                                         threads over the in-process fabric, the Hadamard worker,
+#                                         UCX pairs driven from two threads
+# Environment: BUILD_DIR (default build-asan, build-tsan), JOBS (default 2), SANITIZE (default
+# address,undefined; or thread).
 # Exit status: non-zero when the build or any test fails.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${BUILD_DIR:-$root/build-asan}
 jobs=${JOBS:-2}
 sanitize=${SANITIZE:-address,undefined}
+thread=0
+[[ $sanitize == *thread* ]] && thread=1
+if [ "$thread" = 1 ]; then build=${BUILD_DIR:-$root/build-tsan}; else build=${BUILD_DIR:-$root/build-asan}; fi
 
 # Errors abort with a report; leaks are checked in the unit tests (our code only). The MPI tests'
 # ranks run under Open MPI, which leaks by design: the preload sets detect_leaks=0 there.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# UCX's memory hooks (libucm's mmap/madvise interception) crash the TSan runtime at thread exit;
+# the engine needs none of them.
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+[ "$thread" = 1 ] && export UCX_MEM_EVENTS=no UCX_MEM_MMAP_HOOK_MODE=none
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DOPTIREDUCE_SANITIZE="$sanitize" -DOPTIREDUCE_BUILD_EXAMPLES=OFF \
@@ -45,7 +55,9 @@ mpi_excluded="mpi.preload_everywhere.np2|mpi.bounded.memory.np2"
 # One test at a time: the bounded-engine tests measure loss against deadlines, and ASan slows
 # every rank thread; two such tests side by side on a 2-core host can miss their statistics.
 run unit -L unit -j"${UNIT_JOBS:-1}"
-run mpi -L mpi -LE "python|netem|slurm|cluster" -E "$mpi_excluded"
+# The MPI jobs' ranks would need the TSan runtime preloaded ahead of Open MPI, which is not built
+# for it: under TSan only the in-process tests run.
+[ "$thread" = 1 ] || run mpi -L mpi -LE "python|netem|slurm|cluster" -E "$mpi_excluded"
 echo "== summary (sanitizers: $sanitize, build: $build)"
 cat "$log"
 exit $status

@@ -106,6 +106,10 @@ double DeadlineController::pace_bytes_per_s(double bytes, double call_us) {
   return pace_bytes_per_s_;
 }
 
+double DeadlineController::probe_estimate_us(double needed, double phase_us) {
+  return needed > 0 ? std::min(needed, kMaxStretch * phase_us) : phase_us;
+}
+
 double DeadlineController::needed_us(double phase_us, double fraction, Clock::time_point from, Clock::time_point last) {
   if (fraction >= 1.0) return phase_us;
   const double paced = std::chrono::duration<double, std::micro>(last - from).count();

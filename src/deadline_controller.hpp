@@ -101,6 +101,10 @@ class DeadlineController {
   // was lost, rather than slow, must not stretch the estimate, or deadlines would feed on
   // themselves). 0: no estimate (nothing came); the loss budget answers such a network.
   static double needed_us(double phase_us, double fraction, Clock::time_point from, Clock::time_point last);
+  // What a calibration probe of a phase teaches: its needed time, but never more than
+  // kMaxStretch times what the phase took (a probe that saw a sliver of its data in its budget
+  // would extrapolate that sliver into deadlines of seconds); the phase time when nothing came.
+  static double probe_estimate_us(double needed, double phase_us);
 
  private:
   static constexpr double kGraceShare = 0.05;

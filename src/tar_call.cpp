@@ -357,7 +357,8 @@ void TarCall::teach_deadlines(Clock::time_point scatter_start, Clock::time_point
   const unsigned cls = request_.size_class;
   if (probe_) {
     // A probe's phase times are its budget when anything was lost; its pace is the network's.
-    s_.record_calibration(cls, {needed[0] > 0 ? needed[0] : stats_.phase_us[0], needed[1] > 0 ? needed[1] : stats_.phase_us[1]});
+    s_.record_calibration(cls, {DeadlineController::probe_estimate_us(needed[0], stats_.phase_us[0]),
+                                DeadlineController::probe_estimate_us(needed[1], stats_.phase_us[1])});
     s_.deadlines.record_estimate(cls, s_.stamps.medians());
     return;
   }
