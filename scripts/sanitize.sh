@@ -44,14 +44,16 @@ run() {
   fi
 }
 # Excluded, with the reason:
-# - mpi.preload_everywhere.np2, labels netem, slurm, cluster: they set LD_PRELOAD themselves
+# - mpi.preload_everywhere.np2, mpi.device.preloaded_driver.np2 (it preloads a stand-in CUDA
+#   driver beside the library), labels netem, slurm, cluster: they set LD_PRELOAD themselves
 #   (TEST_ENV, their scripts, srun) to the library alone, so libasan is not the first object in
 #   the ranks, which ASan refuses ("ASan runtime does not come first").
-# - mpi.bounded.memory.np2: asserts that resident memory stays flat over 10000 calls; ASan's
+# - mpi.bounded.memory.np2, mpi.udp.bounded.memory.np2: assert that resident memory stays flat
+#   over 10000 calls; ASan's
 #   quarantine of freed memory (256 MiB) grows it by design.
 # - label python: the Python jobs (mpi4py, numpy, torch) are left out: their interpreter and
 #   extension modules are not instrumented and their run times under ASan are not budgeted for.
-mpi_excluded="mpi.preload_everywhere.np2|mpi.bounded.memory.np2"
+mpi_excluded="mpi.preload_everywhere.np2|mpi.device.preloaded_driver.np2|mpi.bounded.memory.np2|mpi.udp.bounded.memory.np2"
 # One test at a time: the bounded-engine tests measure loss against deadlines, and ASan slows
 # every rank thread; two such tests side by side on a 2-core host can miss their statistics.
 run unit -L unit -j"${UNIT_JOBS:-1}"
