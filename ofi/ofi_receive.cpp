@@ -8,6 +8,7 @@
 
 #include "ofi_transport.hpp"
 #include "optireduce/log.hpp"
+#include "optireduce/poll_until.hpp"
 
 namespace optireduce::ofi {
 namespace {
@@ -78,10 +79,8 @@ void OfiTransport::wait(Clock::time_point until) {
   if (until <= now) return;
   fid* fids[1] = {&endpoint_->rx_cq->fid};
   if (fi_trywait(endpoint_->fabric, fids, 1) != FI_SUCCESS) return;  // something is ready already
-  const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(until - now).count();
-  const timespec ts{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
   pollfd pfd{endpoint_->wait_fd, POLLIN, 0};
-  ::ppoll(&pfd, 1, &ts, nullptr);
+  poll_until(pfd, until);
 }
 
 Status OfiTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {

@@ -36,21 +36,7 @@ TransportCounters Engine::transport_counters() const {
   TransportCounters sum;
   for (const auto* path : {paths_.exact.get(), paths_.bounded.get()}) {
     if (!path) continue;
-    const TransportCounters c = path->transport->counters();
-    sum.messages_sent += c.messages_sent;
-    sum.messages_received += c.messages_received;
-    sum.bytes_sent += c.bytes_sent;
-    sum.bytes_received += c.bytes_received;
-    sum.send_calls += c.send_calls;
-    sum.receive_calls += c.receive_calls;
-    sum.rejected_malformed += c.rejected_malformed;
-    sum.rejected_unauthenticated += c.rejected_unauthenticated;
-    sum.rejected_foreign_source += c.rejected_foreign_source;
-    sum.send_errors += c.send_errors;
-    sum.abandoned_sends += c.abandoned_sends;
-    sum.fec_parity_sent += c.fec_parity_sent;
-    sum.fec_repaired += c.fec_repaired;
-    sum.pace_bytes_per_s = std::max(sum.pace_bytes_per_s, c.pace_bytes_per_s);
+    sum += path->transport->counters();
   }
   return sum;
 }

@@ -11,93 +11,12 @@
 #include <deque>
 
 #include "optireduce/log.hpp"
+#include "optireduce/poll_until.hpp"
 #include "optireduce/ucx/ucx_context.hpp"
 #include "optireduce/ucx/ucx_lanes.hpp"
+#include "optireduce/ucx/ucx_transport_impl.hpp"
 
-namespace optireduce::ucx {
-namespace {
-
-constexpr unsigned kDataAmId = 0x4f52;   // engine messages
-constexpr unsigned kHelloAmId = 0x4f53;  // connection handshake
-// Spin on progress this long before blocking on the event fd: a message in flight usually lands
-// within it, and blocking costs a system call and a wake-up.
-constexpr auto kSpinBeforeBlock = std::chrono::microseconds(50);
-// A rendezvous fetch is one transfer from a peer that is alive and in the call; this bounds it.
-constexpr auto kFetchTimeout = std::chrono::seconds(10);
-// Longest single block, so transports without wake-up events still get progressed.
-constexpr auto kMaxBlock = std::chrono::milliseconds(5);
-// While this rank's own sends are in flight, UCX may need progress to push them on (a TCP socket
-// that was full becomes writable without an event on the worker's fd): block only this long.
-constexpr auto kMaxBlockWhileSending = std::chrono::microseconds(200);
-// Closing waits at most this for the sends of the last bounded calls to drain.
-constexpr auto kCloseTimeout = std::chrono::seconds(2);
-
-class UcxTransport final : public Transport {
- public:
-  ~UcxTransport() override;
-
-  Status start(const UcxSettings& settings);
-  std::vector<std::byte> local_address() const override { return address_; }
-  Status connect(int self_rank, const std::vector<std::vector<std::byte>>& peers, Clock::time_point deadline) override;
-  Status send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) override;
-  std::size_t sends_in_flight(int peer) const override { return in_flight_.at(peer); }
-  Status poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override;
-  TransportTraits traits() const override { return {true, true, false, std::size_t{1} << 30, shared_memory_}; }
-  std::string describe() const override { return description_; }
-  TransportCounters counters() const override { return counters_; }
-
- private:
-  struct Arrived {
-    int source = -1;
-    std::vector<std::byte> header;
-    void* ucx_data = nullptr;      // persistent UCX data or rendezvous descriptor
-    bool rendezvous = false;       // payload still at the sender: fetch it into its destination
-    bool fetched = false;
-    std::vector<std::byte> copy;   // used when UCX could not keep the data for us
-    std::size_t length = 0;
-    Clock::time_point arrived;
-  };
-  struct SendContext {
-    UcxTransport* self;
-    int peer;
-  };
-
-  static ucs_status_t on_data(void* arg, const void* header, std::size_t header_length, void* data,
-                              std::size_t length, const ucp_am_recv_param_t* param);
-  static ucs_status_t on_hello(void* arg, const void* header, std::size_t header_length, void* data,
-                               std::size_t length, const ucp_am_recv_param_t* param);
-  static void on_send_done(void* request, ucs_status_t status, void* user_data);
-  static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
-
-  int rank_of(ucp_ep_h ep) const;
-  Status post(int peer, unsigned am_id, std::span<const std::byte> header, std::span<const std::byte> payload);
-  void deliver(Arrived& a, const std::function<void(const InboundMessage&)>& on_message);
-  bool fetch(Arrived& a, std::span<std::byte> dst);
-  void push_out(int peer);
-  void progress_all();
-  void wait_for_events(Clock::time_point deadline);
-  bool handshake_done(int self_rank) const;
-  void close();
-
-  std::shared_ptr<SharedContext> context_;
-  ucp_worker_h worker_ = nullptr;
-  int event_fd_ = -1;
-  std::vector<std::byte> address_;
-  std::vector<ucp_ep_h> endpoints_;
-  std::vector<std::size_t> in_flight_;
-  std::vector<SendContext> send_contexts_;
-  std::vector<std::uint8_t> hello_from_;
-  std::deque<Arrived> inbox_;
-  bool failed_ = false;
-  std::uint64_t sends_completed_ = 0;  // counted by on_send_done; poll() returns when it moves
-  std::uint64_t received_rendezvous_ = 0;  // payloads fetched or refused at the sender
-  Clock::time_point poll_deadline_{};      // of the poll() delivering now: push_out() keeps to it
-  std::vector<void*> flushes_;             // push_out() flushes still in flight, freed once done
-  std::int32_t hello_header_ = -1;  // read by UCX until the hello sends complete
-  std::string description_ = "ucx (not connected)";
-  bool shared_memory_ = false;  // every lane of every endpoint is a shared-memory transport
-  TransportCounters counters_;
-};
+namespace optireduce::ucx::detail {
 
 UcxTransport::~UcxTransport() { close(); }
 
@@ -322,13 +241,9 @@ void UcxTransport::wait_for_events(Clock::time_point deadline) {
   if (event_fd_ < 0) return;
   if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) return;  // events pending: progress again
   const bool sending = std::any_of(in_flight_.begin(), in_flight_.end(), [](std::size_t n) { return n != 0; });
-  const auto longest = sending ? std::chrono::duration_cast<std::chrono::nanoseconds>(kMaxBlockWhileSending)
-                               : std::chrono::duration_cast<std::chrono::nanoseconds>(kMaxBlock);
-  const auto left = std::clamp(std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now()),
-                               std::chrono::nanoseconds(0), longest);
-  const timespec ts{static_cast<time_t>(left.count() / 1000000000), static_cast<long>(left.count() % 1000000000)};
-  struct pollfd pfd{event_fd_, POLLIN, 0};
-  ::ppoll(&pfd, 1, &ts, nullptr);
+  const Clock::duration longest = sending ? Clock::duration(kMaxBlockWhileSending) : Clock::duration(kMaxBlock);
+  pollfd pfd{event_fd_, POLLIN, 0};
+  poll_until(pfd, std::min(deadline, Clock::now() + longest));
 }
 
 void UcxTransport::deliver(Arrived& a, const std::function<void(const InboundMessage&)>& on_message) {
@@ -449,7 +364,11 @@ void UcxTransport::push_out(int peer) {
   ucp_request_free(req);
 }
 
-}  // namespace
+}  // namespace optireduce::ucx::detail
+
+namespace optireduce::ucx {
+
+using detail::UcxTransport;
 
 std::unique_ptr<Transport> make_transport(const UcxSettings& settings, Status& status) {
   auto t = std::make_unique<UcxTransport>();

@@ -6,6 +6,7 @@
 
 #include "local_interfaces.hpp"
 #include "optireduce/log.hpp"
+#include "optireduce/poll_until.hpp"
 #include "path.hpp"
 #include "segmentation.hpp"
 
@@ -155,10 +156,8 @@ bool UdpTransport::wait(Clock::time_point until) {
   const auto now = Clock::now();
   until = std::min({until, sender_->next_attempt(now), parity_.next_close(), now + kLongestWait});
   if (until <= now) return true;
-  const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(until - now).count();
-  const timespec ts{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
   pollfd pfd{socket_.fd(), static_cast<short>(POLLIN | (sender_->waiting_for_room() ? POLLOUT : 0)), 0};
-  const int n = ::ppoll(&pfd, 1, &ts, nullptr);
+  const int n = poll_until(pfd, until);
   return n != 0 && (n < 0 || (pfd.revents & (POLLIN | POLLERR)) != 0);
 }
 

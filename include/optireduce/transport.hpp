@@ -69,6 +69,19 @@ struct TransportCounters {
   std::uint64_t fec_parity_sent = 0, fec_repaired = 0;
   double pace_bytes_per_s = 0;                  // current pacing rate (0: not paced)
   std::uint64_t rejected() const { return rejected_malformed + rejected_unauthenticated + rejected_foreign_source; }
+  // Another transport's counters added in (an engine with two transports reports one set); the
+  // pace is the faster one.
+  TransportCounters& operator+=(const TransportCounters& o) {
+    messages_sent += o.messages_sent, messages_received += o.messages_received;
+    bytes_sent += o.bytes_sent, bytes_received += o.bytes_received;
+    send_calls += o.send_calls, receive_calls += o.receive_calls;
+    rejected_malformed += o.rejected_malformed, rejected_unauthenticated += o.rejected_unauthenticated;
+    rejected_foreign_source += o.rejected_foreign_source;
+    send_errors += o.send_errors, abandoned_sends += o.abandoned_sends;
+    fec_parity_sent += o.fec_parity_sent, fec_repaired += o.fec_repaired;
+    pace_bytes_per_s = pace_bytes_per_s > o.pace_bytes_per_s ? pace_bytes_per_s : o.pace_bytes_per_s;
+    return *this;
+  }
 };
 
 class Transport {
