@@ -60,6 +60,11 @@ options (later ones override earlier ones):
                        MPI/TCP, 4 ranks, 4 MiB allreduce shows P99/P50 about 3 and 6)
   --drop PERMILLE      drop this many packets per 1000 entering lo (0..1000, decimals allowed)
   --drop-percent P     the same in percent (0..100, decimals allowed, e.g. 0.1)
+  --only PROTO         drop (and count) only packets of this protocol: udp or tcp (default: all).
+                       Tests of a datagram transport use udp: the launcher's own control traffic
+                       (mpirun, orted and PMIx talk TCP over this loopback) then stays whole;
+                       Open MPI 4.1 reports a process that finalised cleanly as "exiting
+                       improperly" when its last PMIx message is still being retransmitted
   --rate RATE          shape lo with tc tbf at this rate (tc syntax: 1gbit, 500mbit, 100mbps)
   --burst SIZE         tbf bucket size (tc syntax, default 1mb; must exceed lo's 64 KiB MTU)
   --queue-ms MS        tbf queue: the longest a packet may wait in it (tbf latency, default 100)
@@ -90,6 +95,7 @@ die_setup() {  # one line, exit 2: the namespace could not be set up
 }
 
 drop_ppm=""          # parts per million; numgen random mod 1000000 < drop_ppm
+only=""              # udp or tcp: the protocol the rule applies to (empty: every packet)
 profile=""
 rate=""
 burst="1mb"
@@ -143,6 +149,9 @@ while [ $# -gt 0 ]; do
       pm=$(awk -v v="$2" 'BEGIN { if (v !~ /^[0-9]+(\.[0-9]+)?$/ || v + 0 > 100) exit 1; printf "%.6f\n", v * 10 }') \
         || die_setup "--drop-percent \"$2\" is not a percentage from 0 to 100"
       drop_ppm=$(permille_to_ppm "$pm"); profile=""; shift 2 ;;
+    --only)
+      need_arg "$@"; [[ "$2" =~ ^(udp|tcp)$ ]] || die_setup "--only \"$2\": accepted: udp, tcp"
+      only=$2; shift 2 ;;
     --rate) need_arg "$@"; rate=$2; shift 2 ;;
     --burst) need_arg "$@"; burst=$2; shift 2 ;;
     --queue-ms)
@@ -241,8 +250,8 @@ drop_counters() {  # prints "seen dropped" of the namespace's nftables counters
 describe() {
   local pm
   pm=$(awk -v p="$drop_ppm" 'BEGIN { printf "%g", p / 1000 }')
-  printf 'profile %s: drop %s per mille (%s%%) of packets entering lo, rate %s' \
-    "${profile:-custom}" "$pm" "$(awk -v p="$drop_ppm" 'BEGIN { printf "%g", p / 10000 }')" "${rate:-unlimited}"
+  printf 'profile %s: drop %s per mille (%s%%) of %spackets entering lo, rate %s' \
+    "${profile:-custom}" "$pm" "$(awk -v p="$drop_ppm" 'BEGIN { printf "%g", p / 10000 }')" "${only:+$only }" "${rate:-unlimited}"
   [ -n "$rate" ] && printf ' (tbf queue %s ms)' "$queue_ms"
   [ "$bg_flows" -gt 0 ] && printf ', background: iperf3 bursts of %s over %s stream(s) at %s each, mean gap %s ms' \
     "$bg_burst" "$bg_flows" "$bg_rate" "$bg_gap_ms"
@@ -312,8 +321,8 @@ table inet optireduce_netem {
   counter dropped { }
   chain input {
     type filter hook input priority 0; policy accept;
-    counter name "seen"
-    numgen random mod 1000000 < $drop_ppm counter name "dropped" drop
+    ${only:+meta l4proto $only} counter name "seen"
+    ${only:+meta l4proto $only} numgen random mod 1000000 < $drop_ppm counter name "dropped" drop
   }
 }
 EOF

@@ -46,6 +46,7 @@ struct EngineState {
   PhaseStamps stamps;
   std::array<LastSlices, kTarPhases> last_slices;
   std::vector<std::uint8_t> done_from;  // peers that said they have all our data this call
+  std::vector<std::uint8_t> heard_from;  // peers any message of this call came from
   HadamardPipeline hadamard;
   FaultInjector faults;
 

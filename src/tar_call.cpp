@@ -136,6 +136,9 @@ void TarCall::begin(StagingBuffer& staging) {
   s_.stamps.reset(s_.ranks);
   for (auto& l : s_.last_slices) l.begin(s_.ranks);
   s_.done_from.assign(static_cast<std::size_t>(s_.ranks), 0);
+  s_.heard_from.assign(static_cast<std::size_t>(s_.ranks), 0);
+  s_.heard_from[static_cast<std::size_t>(s_.rank)] = 1;
+  unheard_ = s_.ranks - 1;
   // One header slot per send of this call, sized up front: a transport reads a header until its
   // send completes. Scatter: every chunk of every other shard once; all-gather: every own chunk
   // to every peer; a "done" to every peer; the missing lists twice.
@@ -220,11 +223,21 @@ Status TarCall::send_scatter() {
 
 template <typename Complete, typename SendsToMe>
 Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, Complete&& complete, SendsToMe&& sends_to_me) {
-  const auto phase_start = Clock::now();
+  auto phase_start = Clock::now();
   auto deadline = std::min(phase_deadline, hard_deadline_);
   bool grace_set = false;
+  bool entry_pending = false;  // held at the deadline for a peer that has not entered
   auto handler = [this](const InboundMessage& m) { handle(m); };
   while (!complete()) {
+    if (entry_pending && unheard_ == 0) {
+      // The last peer entered the call: the phase's budget counts from then.
+      entry_pending = false;
+      if (all_heard_at_ > phase_start) {
+        phase_deadline = std::max(phase_deadline, after_us(all_heard_at_, budget_.us[phase]));
+        phase_start = all_heard_at_;
+      }
+      if (!grace_set) deadline = std::min(phase_deadline, hard_deadline_);
+    }
     if (bounded() && !grace_set && s_.last_slices[phase].all_in(s_.rank, sends_to_me)) {
       deadline = std::min(deadline, after_us(Clock::now(), DeadlineController::grace_us(budget_.us[phase])));
       grace_set = true;
@@ -233,6 +246,11 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
       if (!bounded()) break;
       // What already arrived counts (a rank that was descheduled reads it only now).
       if (drain_arrived(phase) && complete()) break;
+      if (!entry_pending && waiting_for_entry(loss_if_closed(phase))) {
+        entry_pending = waited_for_entry_ = true;
+        deadline = hard_deadline_;
+        continue;
+      }
       const auto later = keep_waiting_until(phase, phase_start, grace_set);
       if (later <= Clock::now()) break;
       deadline = later;
@@ -262,16 +280,27 @@ Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_poi
   // delivers everything, what is missing is late, not lost, so wait for it as an exact call does.
   // Each rank holds its own loss to a share of the budget: the fill agreement makes every rank's
   // missing chunks everybody's, so the call loses at most the budget.
-  const std::uint64_t missing = phase == 0 ? s_.scatter.open_entries() : s_.gather.missing_entries();
-  const double loss = request_.count ? double(s_.ledger.dropped() + missing) / double(request_.count) : 0.0;
   // (Not when faults are injected: a discarded chunk never comes. A budget of 1 allows any loss.)
   const bool data_will_come = transport_.traits().reliable && !probe_ && !(s_.options.faults.drop > 0);
-  if (data_will_come && s_.options.loss_budget < 1 && loss > s_.options.loss_budget / s_.ranks) return hard_deadline_;
+  if (data_will_come && over_budget_share(loss_if_closed(phase))) return hard_deadline_;
   // While data still comes, the network is delivering: wait until it has been quiet a while
   // (once every sender's last slices are in, only a grace: the rest is in flight or lost).
   const double gap = last_slices_in ? DeadlineController::grace_us(budget) : DeadlineController::quiet_gap_us(budget);
   const auto quiet_until = after_us(last_arrival_, gap);
   return std::min({quiet_until, after_us(phase_start, DeadlineController::stretch_limit_us(budget)), hard_deadline_});
+}
+
+double TarCall::loss_if_closed(std::size_t phase) const {
+  const std::uint64_t missing = phase == 0 ? s_.scatter.open_entries() : s_.gather.missing_entries();
+  return request_.count ? double(s_.ledger.dropped() + missing) / double(request_.count) : 0.0;
+}
+
+bool TarCall::over_budget_share(double loss) const {
+  return s_.options.loss_budget < 1 && loss > s_.options.loss_budget / s_.ranks;
+}
+
+bool TarCall::waiting_for_entry(double loss) const {
+  return unheard_ > 0 && !probe_ && !(s_.options.faults.drop > 0) && over_budget_share(loss);
 }
 
 void TarCall::reduce_ready() {
@@ -350,8 +379,12 @@ Status TarCall::finish_sends(Clock::time_point gather_deadline) {
 }
 
 void TarCall::teach_deadlines(Clock::time_point scatter_start, Clock::time_point gather_start) {
+  // A wait for a peer that had not entered is not the network's time: the scatter-reduce is
+  // timed from that peer's arrival.
+  const auto scatter_from = waited_for_entry_ ? std::max(scatter_start, all_heard_at_) : scatter_start;
+  const double scatter_us = stats_.phase_us[0] - std::chrono::duration<double, std::micro>(scatter_from - scatter_start).count();
   const PhaseTimes needed{
-      DeadlineController::needed_us(stats_.phase_us[0], s_.scatter.received_fraction(), scatter_start, s_.scatter.last_arrival()),
+      DeadlineController::needed_us(scatter_us, s_.scatter.received_fraction(), scatter_from, s_.scatter.last_arrival()),
       DeadlineController::needed_us(stats_.phase_us[1], s_.gather.received_fraction(), gather_start, s_.gather.last_arrival())};
   s_.my_estimate_us = needed;
   const unsigned cls = request_.size_class;

@@ -69,6 +69,18 @@ class TarCall {
   void on_call_failed(const Inbound& in, const InboundMessage& message);
   float* gather_target() const { return transformed_ ? staging_->data.data() : request_.output; }
   bool peers_served() const;
+  // The first message of this call from a peer: it has entered the call.
+  void note_heard(std::uint32_t source, Clock::time_point arrived);
+  // A peer nothing of this call came from has not entered it yet (a checkpoint, an evaluation, a
+  // descheduled process): its data is late, not lost. Bounded phases wait for it (up to the hard
+  // cap) when going on without it would lose more than this rank's share of the loss budget, and
+  // count their deadline from its arrival.
+  bool waiting_for_entry(double loss) const;
+  // Going on now would lose more than this rank's share of the loss budget (a call that loses
+  // more than the budget is not a result).
+  bool over_budget_share(double loss) const;
+  // The share of the call's entries lost if the phase closed now.
+  double loss_if_closed(std::size_t phase) const;
 
   EngineState& s_;
   TransportPath& path_;
@@ -84,7 +96,10 @@ class TarCall {
   std::uint32_t last_slices_ = 1;
   PhaseDeadlines budget_;
   Clock::time_point scatter_closed_{};
-  Clock::time_point last_arrival_ = Clock::now();  // of any chunk of this call  // when the deadline closed the scatter-reduce (bounded)
+  Clock::time_point last_arrival_ = Clock::now();  // of any chunk of this call
+  int unheard_ = 0;                     // peers nothing of this call came from yet
+  Clock::time_point all_heard_at_{};    // when the last of them entered
+  bool waited_for_entry_ = false;       // a phase was held for a peer that had not entered
 };
 
 }  // namespace optireduce

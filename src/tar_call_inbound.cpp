@@ -24,12 +24,21 @@ void TarCall::handle(const InboundMessage& message) {
     case InboundKind::early:
       if (!s_.early.keep(in.header, s_.epoch, message)) ++s_.rejects.overflow;
       return;
-    case InboundKind::peer_done: s_.done_from[in.header.source] = 1; return;
-    case InboundKind::scatter_chunk: return on_scatter_chunk(in, message);
-    case InboundKind::gather_chunk: return on_gather_chunk(in, message);
-    case InboundKind::missing_list: return on_missing_list(in, message);
+    case InboundKind::peer_done:
+      note_heard(in.header.source, message.arrived);
+      s_.done_from[in.header.source] = 1;
+      return;
+    case InboundKind::scatter_chunk: note_heard(in.header.source, message.arrived); return on_scatter_chunk(in, message);
+    case InboundKind::gather_chunk: note_heard(in.header.source, message.arrived); return on_gather_chunk(in, message);
+    case InboundKind::missing_list: note_heard(in.header.source, message.arrived); return on_missing_list(in, message);
     case InboundKind::call_failed: return on_call_failed(in, message);
   }
+}
+
+void TarCall::note_heard(std::uint32_t source, Clock::time_point arrived) {
+  if (!s_.in_call || source >= s_.heard_from.size() || s_.heard_from[source]) return;
+  s_.heard_from[source] = 1;
+  if (--unheard_ == 0) all_heard_at_ = arrived;
 }
 
 void TarCall::on_scatter_chunk(const Inbound& in, const InboundMessage& message) {

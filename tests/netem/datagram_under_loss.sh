@@ -2,7 +2,8 @@
 # A datagram transport (OPTIREDUCE_TRANSPORT=udp or ofi) under real packet loss: allreduce_check's
 # bounded_loss case, 4 ranks, bounded mode, on one of
 #   --net loopback           a scripts/netem.sh namespace whose loopback drops PERMILLE of the
-#                            packets entering it (MTU 65536: udp's 64 KB datagram path)
+#                            UDP packets entering it (MTU 65536: udp's 64 KB datagram path); the
+#                            launcher's TCP control traffic crosses it whole (netem.sh --only)
 #   --net cluster:H:R        scripts/cluster.sh with H hosts and R ranks per host, every link
 #                            dropping PERMILLE per direction (veth MTU 1500: udp's GSO path);
 #                            ranks of one host reach each other without crossing a link
@@ -77,7 +78,7 @@ if [ "$hosts" = 1 ]; then
     "${settings[@]}" "$check" bounded_loss)
   job_line=${job[*]@Q}
   strangers="$stranger_cmd '$work/stranger.0' 127. '$work/stop' &"
-  wrapper=("$root/scripts/netem.sh" --drop "$permille" --stats "$work/netem.json" --)
+  wrapper=("$root/scripts/netem.sh" --drop "$permille" --only udp --stats "$work/netem.json" --)
 else
   # mpirun with the cluster's options, then this job's rank count (the last -np counts;
   # --map-by node alternates the hosts). Host i's stranger runs there through the rsh agent.
