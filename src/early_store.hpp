@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "optireduce/engine/wire_header.hpp"
@@ -26,18 +28,34 @@ class EarlyStore {
   bool empty() const { return messages_.empty(); }
   std::size_t size() const { return messages_.size(); }
   std::size_t bytes() const { return bytes_; }
+  // Bytes of payload buffers held for reuse (at most the most ever kept at once).
+  std::size_t spare_bytes() const { return spare_bytes_; }
 
  private:
+  // A payload buffer, never value-initialised: it is written whole before it is read. Buffers
+  // go back to spares_ after their replay, so a job whose ranks drift apart by a call reuses
+  // them instead of allocating (and faulting in) fresh memory for every early chunk.
+  struct Buffer {
+    std::unique_ptr<std::byte[]> data;
+    std::size_t capacity = 0;
+  };
   struct Message {
     WireHeader header;
-    std::vector<std::byte> payload;
+    Buffer buffer;
+    std::size_t size = 0;
+    std::span<const std::byte> payload() const { return {buffer.data.get(), size}; }
   };
+  Buffer take_buffer(std::size_t size);
+  void give_back(Buffer buffer);
   // What one call can bring this rank: all of its contributions and results, twice over for
   // the control messages; never less than kMinCallBudget.
   static std::uint64_t budget_of(const WireHeader& h);
   static constexpr std::uint64_t kMinCallBudget = 4u << 20;
 
   std::vector<Message> messages_;
+  std::vector<Message> replaying_;  // messages_ during a replay (kept for its capacity)
+  std::vector<Buffer> spares_;
+  std::size_t spare_bytes_ = 0, peak_bytes_ = 0;  // spares never exceed what was once kept
   std::vector<std::pair<std::uint64_t, std::uint64_t>> used_;  // (epoch, bytes kept)
   std::size_t bytes_ = 0;
 };

@@ -1,6 +1,8 @@
 // The store of a later call's messages: bounded, and budgeted by that call's own size.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "optireduce/engine/early_store.hpp"
 
 namespace optireduce {
@@ -74,6 +76,27 @@ TEST(EarlyStore, ReplayKeepsLaterCallsAndCountsEarlierOnes) {
   EXPECT_EQ(replayed, 1);
   EXPECT_EQ(stale, 1u) << "epoch 3 is over";
   EXPECT_EQ(store.size(), 1u) << "epoch 5 is still to come";
+}
+
+TEST(EarlyStore, ReplayedBuffersAreReusedForTheNextCall) {
+  EarlyStore store;
+  std::vector<std::byte> first(4000, std::byte{1}), second(4000, std::byte{2});
+  for (std::uint64_t c = 0; c < 8; ++c) ASSERT_TRUE(store.keep(chunk_of(2, 8000, c * 1000, 1000), 1, holding(first)));
+  EXPECT_EQ(store.spare_bytes(), 0u);
+  std::uint64_t stale = 0;
+  store.replay(2, [](const WireHeader&, std::span<const std::byte>) {}, stale);
+  EXPECT_EQ(store.spare_bytes(), 8 * first.size()) << "the replayed payloads' buffers are kept";
+  // The next call's early chunks take those buffers, and read what was written into them.
+  for (std::uint64_t c = 0; c < 8; ++c) ASSERT_TRUE(store.keep(chunk_of(3, 8000, c * 1000, 1000), 2, holding(second)));
+  EXPECT_EQ(store.spare_bytes(), 0u) << "every chunk reused a buffer";
+  int seen = 0;
+  store.replay(3, [&](const WireHeader&, std::span<const std::byte> p) {
+    ASSERT_EQ(p.size(), second.size());
+    EXPECT_EQ(std::memcmp(p.data(), second.data(), p.size()), 0);
+    ++seen;
+  }, stale);
+  EXPECT_EQ(seen, 8);
+  EXPECT_EQ(stale, 0u);
 }
 
 }  // namespace
