@@ -195,6 +195,10 @@ Status UcxTransport::connect(int self_rank, const std::vector<std::vector<std::b
   // for the first call.
   description_ = lanes_in_use(endpoints_);
   shared_memory_ = only_shared_memory(description_);
+  eager_sends_ = context_->eager_only() || !shared_memory_;
+  if (!context_->eager_only() && eager_sends_)
+    OR_LOG(info, "the UCX rendezvous threshold applies to shared memory only: the engine's messages over %s go eager",
+           description_.c_str());
   OR_LOG(info, "UCX transports in use: %s", description_.c_str());
   return {};
 }
@@ -213,10 +217,9 @@ Status UcxTransport::post(int peer, unsigned am_id, std::span<const std::byte> h
   param.cb.send = &UcxTransport::on_send_done;
   param.user_data = &send_contexts_[peer];
   // Eager: the sender pushes, no per-message handshake that needs both sides scheduled (several
-  // ranks on few cores make every round trip expensive); unless the user set a rendezvous
-  // threshold (SharedContext::eager_only). Reply: the receiver learns the endpoint it came on,
-  // which is how it knows the sender.
-  param.flags = UCP_AM_SEND_FLAG_REPLY | (context_->eager_only() ? unsigned{UCP_AM_SEND_FLAG_EAGER} : 0u);
+  // ranks on few cores make every round trip expensive); see eager_sends_. Reply: the receiver
+  // learns the endpoint it came on, which is how it knows the sender.
+  param.flags = UCP_AM_SEND_FLAG_REPLY | (eager_sends_ ? unsigned{UCP_AM_SEND_FLAG_EAGER} : 0u);
   void* req = ucp_am_send_nbx(endpoints_[peer], am_id, header.data(), header.size(), payload.data(), payload.size(), &param);
   if (req == nullptr) return {};
   if (UCS_PTR_IS_ERR(req)) {
@@ -325,7 +328,10 @@ bool UcxTransport::fetch(Arrived& a, std::span<std::byte> dst) {
   // The destination may be the caller's buffer, so the fetch completes (or is cancelled and
   // finished) before this returns: nothing may write there after the engine call is over.
   const auto give_up = Clock::now() + kFetchTimeout;
-  while (!fetch.done && Clock::now() < give_up) ucp_worker_progress(worker_);
+  // The sender must run to answer, and with more ranks than cores a spin here would hold its
+  // core: wait for events as poll() does.
+  while (!fetch.done && Clock::now() < give_up)
+    if (ucp_worker_progress(worker_) == 0 && !fetch.done) wait_for_events(give_up);
   if (!fetch.done) {
     ucp_request_cancel(worker_, req);
     while (!fetch.done) ucp_worker_progress(worker_);

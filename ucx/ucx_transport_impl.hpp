@@ -95,6 +95,10 @@ class UcxTransport final : public Transport {
   std::int32_t hello_header_ = -1;  // read by UCX until the hello sends complete
   std::string description_ = "ucx (not connected)";
   bool shared_memory_ = false;  // every lane of every endpoint is a shared-memory transport
+  // Active messages go eager (the sender pushes) unless the user set a rendezvous threshold and
+  // every lane is shared memory: over UCX's tcp a rendezvous fetch could wait for the sender
+  // until its timeout.
+  bool eager_sends_ = true;
   TransportCounters counters_;
 };
 

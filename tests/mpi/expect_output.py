@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """Runs a command and checks what it printed.
 
-Usage: expect_output.py [--with-stderr] --expect REGEX [--expect REGEX...] -- COMMAND...
+Usage: expect_output.py [--with-stderr] --expect REGEX [--expect REGEX...] [--reject REGEX...] -- COMMAND...
 
-Passes when the command exits 0 and every REGEX matches some line of its standard output
+Passes when the command exits 0, every --expect REGEX matches and no --reject REGEX matches some
+line of its standard output
 (re.search, multi-line: ^ and $ anchor at lines); --with-stderr searches standard error too. The output is echoed, so ctest
 --output-on-failure shows it. Exit status 77 (the scripts' "cannot import mpi4py/numpy") is
 passed on, for ctest's SKIP_RETURN_CODE.
@@ -17,6 +18,7 @@ import sys
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--expect", action="append", default=[], help="a regular expression the output must match")
+    parser.add_argument("--reject", action="append", default=[], help="a regular expression the output must not match")
     parser.add_argument("--with-stderr", action="store_true", help="search standard error too (merged)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
@@ -39,7 +41,12 @@ def main():
         for e in missing:
             print(f"expect_output: FAIL: no output line matches {e!r}", file=sys.stderr)
         sys.exit(1)
-    print(f"expect_output: PASS: {len(args.expect)} expected lines found")
+    found = [r for r in args.reject if re.search(r, result.stdout, re.MULTILINE)]
+    if found:
+        for r in found:
+            print(f"expect_output: FAIL: an output line matches {r!r}", file=sys.stderr)
+        sys.exit(1)
+    print(f"expect_output: PASS: {len(args.expect)} expected lines found, {len(args.reject)} rejected ones absent")
 
 
 if __name__ == "__main__":
