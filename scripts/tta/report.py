@@ -8,6 +8,7 @@ import statistics
 import sys
 
 LABELS = {"openmpi": "Open MPI", "gloo": "Gloo", "optireduce-ucx": "OptiReduce (UCX/TCP)",
+          "optireduce-udp": "OptiReduce (UDP datagrams)",
           "optireduce-ofi": "OptiReduce (OFI datagrams)"}
 
 

@@ -5,6 +5,8 @@ Implementations (how the gradient sum travels; every one crosses the emulated lo
   openmpi         plain Open MPI: pml ob1, btl tcp,self on lo; no library
   gloo            torch.distributed over Gloo (TCP on lo); mpirun only launches (torch trainer only)
   optireduce-ucx  liboptireduce.so preloaded, bounded mode, UCX over TCP (OPTIREDUCE_UCX_TLS=tcp)
+  optireduce-udp  the same with OPTIREDUCE_TRANSPORT=udp (kernel UDP datagrams: what auto picks
+                  across hosts)
   optireduce-ofi  the same with OPTIREDUCE_TRANSPORT=ofi (libfabric datagrams), when it exists
 """
 import json
@@ -18,7 +20,7 @@ import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PYTHON = "/usr/bin/python3"  # Debian's: torch, mpi4py, numpy (python3 on PATH may be another)
-IMPLEMENTATIONS = ["openmpi", "gloo", "optireduce-ucx", "optireduce-ofi"]
+IMPLEMENTATIONS = ["openmpi", "gloo", "optireduce-ucx", "optireduce-udp", "optireduce-ofi"]
 # Open MPI over TCP on lo only: shared memory would bypass the emulated link.
 MPI_TCP = ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo",
            "--mca", "oob_tcp_if_include", "lo"]
@@ -49,8 +51,8 @@ def job_command(trainer, impl, args, json_path, label, extra_env=None, ranks=Non
     if impl.startswith("optireduce"):
         env = {"LD_PRELOAD": library(args.build_dir), "OPTIREDUCE_UCX_TLS": "tcp",
                "OPTIREDUCE_UCX_NET_DEVICES": "lo", "OPTIREDUCE_MODE": "bounded"}
-        if impl == "optireduce-ofi":
-            env["OPTIREDUCE_TRANSPORT"] = "ofi"
+        if impl in ("optireduce-udp", "optireduce-ofi"):
+            env["OPTIREDUCE_TRANSPORT"] = impl.split("-")[1]
     if impl == "gloo":
         env["GLOO_SOCKET_IFNAME"] = "lo"
     if trainer == "torch":  # train_torch.py fuses its gradients with the optireduce package

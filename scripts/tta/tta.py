@@ -35,7 +35,7 @@ def parse_args(argv):
     p.add_argument("--hidden", type=int, default=1024, help="MLP hidden units (784-H-10)")
     p.add_argument("--profiles", default="clean,tail-3,loss-1,loss-3",
                    help="netem.sh profiles, comma-separated (a profile netem.sh rejects is skipped)")
-    p.add_argument("--impls", default="openmpi,gloo,optireduce-ucx,optireduce-ofi",
+    p.add_argument("--impls", default="openmpi,gloo,optireduce-ucx,optireduce-udp,optireduce-ofi",
                    help="comma-separated; unavailable ones are skipped with a message")
     p.add_argument("--steps", type=int, help="training steps: the fixed budget")
     p.add_argument("--eval-every", type=int)
