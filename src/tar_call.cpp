@@ -246,14 +246,10 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
       if (!bounded()) break;
       // What already arrived counts (a rank that was descheduled reads it only now).
       if (drain_arrived(phase) && complete()) break;
-      if (!entry_pending && waiting_for_entry(loss_if_closed(phase))) {
-        entry_pending = waited_for_entry_ = true;
-        deadline = hard_deadline_;
-        continue;
-      }
       const auto later = keep_waiting_until(phase, phase_start, grace_set);
       if (later <= Clock::now()) break;
       deadline = later;
+      if (later == hard_deadline_ && unheard_ > 0) entry_pending = waited_for_entry_ = true;
     }
     if (!s_.peer_failure.ok()) return s_.peer_failure;
     Status st = transport_.poll(deadline, handler);
@@ -276,13 +272,11 @@ bool TarCall::drain_arrived(std::size_t phase) {
 
 Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_point phase_start, bool last_slices_in) const {
   const double budget = budget_.us[phase];
-  // A call that would lose more than the loss budget is not a result: over a transport that
-  // delivers everything, what is missing is late, not lost, so wait for it as an exact call does.
-  // Each rank holds its own loss to a share of the budget: the fill agreement makes every rank's
-  // missing chunks everybody's, so the call loses at most the budget.
-  // (Not when faults are injected: a discarded chunk never comes. A budget of 1 allows any loss.)
-  const bool data_will_come = transport_.traits().reliable && !probe_ && !(s_.options.faults.drop > 0);
-  if (data_will_come && over_budget_share(loss_if_closed(phase))) return hard_deadline_;
+  // A call that would lose more than the loss budget is not a result: what is missing but late,
+  // not lost, is waited for as an exact call does. Each rank holds its own loss to a share of the
+  // budget: the fill agreement makes every rank's missing chunks everybody's, so the call loses
+  // at most the budget.
+  if (missing_is_late() && over_budget_share(loss_if_closed(phase))) return hard_deadline_;
   // While data still comes, the network is delivering: wait until it has been quiet a while
   // (once every sender's last slices are in, only a grace: the rest is in flight or lost).
   const double gap = last_slices_in ? DeadlineController::grace_us(budget) : DeadlineController::quiet_gap_us(budget);
@@ -299,8 +293,11 @@ bool TarCall::over_budget_share(double loss) const {
   return s_.options.loss_budget < 1 && loss > s_.options.loss_budget / s_.ranks;
 }
 
-bool TarCall::waiting_for_entry(double loss) const {
-  return unheard_ > 0 && !probe_ && !(s_.options.faults.drop > 0) && over_budget_share(loss);
+bool TarCall::missing_is_late() const {
+  // Not when faults are injected (a discarded chunk never comes), nor in a probe (it times the
+  // datagram path within its budget).
+  if (probe_ || s_.options.faults.drop > 0) return false;
+  return transport_.traits().reliable || unheard_ > 0;
 }
 
 void TarCall::reduce_ready() {

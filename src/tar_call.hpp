@@ -71,11 +71,12 @@ class TarCall {
   bool peers_served() const;
   // The first message of this call from a peer: it has entered the call.
   void note_heard(std::uint32_t source, Clock::time_point arrived);
-  // A peer nothing of this call came from has not entered it yet (a checkpoint, an evaluation, a
-  // descheduled process): its data is late, not lost. Bounded phases wait for it (up to the hard
-  // cap) when going on without it would lose more than this rank's share of the loss budget, and
-  // count their deadline from its arrival.
-  bool waiting_for_entry(double loss) const;
+  // Whether what a phase still lacks is late rather than lost: over a transport that delivers
+  // everything, or while a peer nothing of this call came from has not entered it yet (a
+  // checkpoint, an evaluation, a descheduled process). Then a phase that would lose more than
+  // this rank's share of the loss budget waits (up to the hard cap); a phase held for a peer's
+  // entry counts its deadline from that arrival.
+  bool missing_is_late() const;
   // Going on now would lose more than this rank's share of the loss budget (a call that loses
   // more than the budget is not a result).
   bool over_budget_share(double loss) const;

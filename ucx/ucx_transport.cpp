@@ -330,8 +330,7 @@ bool UcxTransport::fetch(Arrived& a, std::span<std::byte> dst) {
   const auto give_up = Clock::now() + kFetchTimeout;
   // The sender must run to answer, and with more ranks than cores a spin here would hold its
   // core: wait for events as poll() does.
-  while (!fetch.done && Clock::now() < give_up)
-    if (ucp_worker_progress(worker_) == 0 && !fetch.done) wait_for_events(give_up);
+  while (!fetch.done && Clock::now() < give_up) wait_for_events(give_up);
   if (!fetch.done) {
     ucp_request_cancel(worker_, req);
     while (!fetch.done) ucp_worker_progress(worker_);
