@@ -85,6 +85,9 @@ RankReport this_rank(int rank) {
   r.fallbacks = h.fallbacks;
   r.injected_drops = h.injected_drops;
   r.fill_agreement_incomplete = h.fill_agreement_incomplete;
+  r.resend_requests = h.resend_requests;
+  r.resend_chunks_asked = h.resend_chunks_asked;
+  r.resent_chunks = h.resent_chunks;
   r.late = h.late;
   r.rejected_by_reason = h.rejected_by_reason;
   r.transport_counters = h.transport_counters;

@@ -29,6 +29,12 @@ class AllGather {
   void fill_missing(float* target, FillPolicy policy, const float* own_input, LossLedger& ledger);
 
   bool complete() const { return remaining_ == 0; }
+  // The chunks of `owner`'s shard that have not come (what a resend request names).
+  void missing_from(int owner, std::vector<std::uint32_t>& out) const {
+    out.clear();
+    for (std::uint32_t c = 0; c < layout_.chunks_in_shard(owner); ++c)
+      if (!has(owner, c)) out.push_back(c);
+  }
   // Entries of the chunks that have not come (they are filled if the phase closes now).
   std::uint64_t missing_entries() const;
   std::uint64_t remaining() const { return remaining_; }

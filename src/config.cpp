@@ -148,6 +148,7 @@ std::string Config::agreement_text() const {
   out << "mode=" << to_string(mode) << ";transport=" << to_string(transport) << ";min_bytes=" << min_bytes
       << ";chunk_bytes=" << chunk_bytes << ";timeout_ms=" << timeout_ms << ";watchdog_ms=" << watchdog_ms
       << ";loss_budget=" << loss_budget << ";fill=" << (fill_local ? "local" : "zero") << ";agree_fill=" << agree_fill
+      << ";resend_rounds=" << resend_rounds
       << ";step_aside=" << step_aside
       << ";calibration_calls=" << calibration_calls << ";hadamard=" << static_cast<int>(hadamard)
       << ";hadamard_block_log2=" << hadamard_block_log2 << ";auth=" << transports.udp.authenticate;
@@ -164,6 +165,7 @@ EngineOptions engine_options(const Config& config, bool hadamard_overlap) {
   o.loss_budget = config.loss_budget;
   o.fill = config.fill_local ? FillPolicy::local : FillPolicy::zero;
   o.agree_fill = config.agree_fill;
+  o.resend_rounds = config.resend_rounds;
   o.step_aside = config.step_aside;
   o.hadamard = config.hadamard;
   o.hadamard_block_log2 = config.hadamard_block_log2;

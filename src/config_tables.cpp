@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "optireduce/engine/config.hpp"
+#include "optireduce/engine/resend.hpp"
 
 namespace optireduce {
 namespace {
@@ -136,6 +137,16 @@ const std::vector<Parameter>& engine_parameters() {
         "on every rank, so replicas stay bitwise identical (zero fill only); off: each rank fills only what it lacks, "
         "replicas may drift (counted as divergent_calls)"},
        on_off(&Config::agree_fill)},
+      {{"OPTIREDUCE_RESEND_ROUNDS", std::to_string(defaults::kResendRounds), "0 to " + std::to_string(kMaxResendRounds),
+        "over a datagram transport (udp, ofi), how many times a bounded call's phase asks the senders again for the "
+        "chunks it lacks, once every sender's last chunks are in and within the phase's deadline; 0: what the network "
+        "loses stays lost"},
+       [](Config& c, const std::string& v) {
+         std::uint64_t n = 0;
+         if (!parse_plain_integer(v, n) || n > kMaxResendRounds) return false;
+         c.resend_rounds = static_cast<unsigned>(n);
+         return true;
+       }},
       {{"OPTIREDUCE_HADAMARD", "auto", "on, off, auto",
         "randomized Hadamard transform of bounded calls, which turns a lost chunk into small noise spread over many "
         "coordinates; auto: on while the communicator has recently lost data"},

@@ -12,6 +12,7 @@ inline constexpr std::uint64_t kTimeoutMs = 60000;       // hard cap of a bounde
 inline constexpr std::uint64_t kWatchdogMs = 600000;     // an exact wait gives up after this
 inline constexpr double kLossBudget = 0.10;
 inline constexpr unsigned kCalibrationCalls = 20;
+inline constexpr unsigned kResendRounds = 2;         // requests per phase and peer for lost datagrams
 inline constexpr unsigned kReliableCallsAfterOverrun = 16;
 inline constexpr unsigned kSyncInterval = 8;             // bounded calls between two loss agreements
 inline constexpr unsigned kHadamardBlockLog2 = 12;

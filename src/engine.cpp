@@ -100,6 +100,9 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
   if (stats.kind == CallKind::bounded && stats.ok())
     state_.loss_budget.after_bounded_call(stats, state_.calls, *state_.bootstrap, state_.agreed);
   state_.agreed.injected_drops = state_.faults.injected_drops();
+  state_.agreed.resend_requests = state_.resends.requests_sent;
+  state_.agreed.resend_chunks_asked = state_.resends.chunks_asked;
+  state_.agreed.resent_chunks = state_.resends.chunks_resent;
   if (!stats.ok()) broken_ = true;
   state_.last_call = stats;
   return stats;

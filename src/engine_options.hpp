@@ -42,6 +42,9 @@ struct EngineOptions {
   // fills the union alike and results stay identical (zero fill only: a local fill differs by
   // rank by nature).
   bool agree_fill = true;
+  // Over a transport that may lose data: how often a bounded call's phase asks each sender again
+  // for the chunks it lacks, within its deadline (resend.hpp); 0: never.
+  unsigned resend_rounds = defaults::kResendRounds;
   HadamardMode hadamard = HadamardMode::automatic;
   unsigned hadamard_block_log2 = defaults::kHadamardBlockLog2;
   // Encode and decode on a second thread while this one drives the network (results are the

@@ -17,6 +17,7 @@
 #include "optireduce/engine/fill_agreement.hpp"
 #include "optireduce/engine/hadamard_pipeline.hpp"
 #include "optireduce/engine/loss_ledger.hpp"
+#include "optireduce/engine/resend.hpp"
 #include "optireduce/engine/scatter_reduce.hpp"
 #include "optireduce/engine/staging_pool.hpp"
 
@@ -42,6 +43,7 @@ struct EngineState {
   ScatterReduce scatter;
   AllGather gather;
   FillAgreement fill;
+  Resends resends;
   LossLedger ledger;
   PhaseStamps stamps;
   std::array<LastSlices, kTarPhases> last_slices;

@@ -36,6 +36,16 @@ Inbound classify(const InboundMessage& message, const CallView& call) {
     in.kind = h.epoch == call.epoch && call.in_call && h.length == 0 ? InboundKind::peer_done : InboundKind::ignored;
     return in;
   }
+  if (h.kind == MessageKind::resend_request) {
+    // Only the call in progress can still send anything again; a request is never early (it
+    // answers data this rank sent).
+    const bool current = h.epoch == call.epoch && call.in_call;
+    in.kind = !current ? InboundKind::ignored
+              : message.payload_size == std::size_t{h.length} * sizeof(std::uint32_t) && h.offset == 0
+                  ? InboundKind::resend_request
+                  : InboundKind::misplaced;
+    return in;
+  }
   if (h.epoch < call.epoch || (h.epoch == call.epoch && !call.in_call)) {
     in.kind = InboundKind::stale;
     return in;

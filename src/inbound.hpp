@@ -22,6 +22,7 @@ enum class InboundKind {
   gather_chunk,   // `chunk` is the index within the sender's shard
   missing_list,   // geometry is checked by the fill agreement
   call_failed,    // a peer gave up on this call (or an earlier one this rank has left)
+  resend_request, // a peer asks for chunks of the call in progress again (list checked by resend.hpp)
 };
 
 struct Inbound {

@@ -72,7 +72,7 @@ ReducedChunk ScatterReduce::reduce(std::uint32_t chunk, float* own) {
     }
     std::memcpy(acc_base + b, acc, n * sizeof(float));
   }
-  closed_[chunk] = 1;
+  closed_[chunk] = partial ? kClosedPartial : kClosedExact;
   ++reduced_;
   // Chunks are reduced in the order their contributions complete, so "last" are the last ones
   // reduced, not the highest indices.
@@ -90,6 +90,12 @@ bool ScatterReduce::waiting_for(int source) const {
   for (std::uint32_t c = 0; c < chunks_; ++c)
     if (!closed_[c] && !seen_[static_cast<std::size_t>(source) * chunks_ + c]) return true;
   return false;
+}
+
+void ScatterReduce::missing_from(int source, std::vector<std::uint32_t>& out) const {
+  out.clear();
+  for (std::uint32_t c = 0; c < chunks_; ++c)
+    if (!closed_[c] && !seen_[static_cast<std::size_t>(source) * chunks_ + c]) out.push_back(c);
 }
 
 std::vector<std::uint32_t> ScatterReduce::open_chunks() const {

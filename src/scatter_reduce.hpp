@@ -37,6 +37,11 @@ class ScatterReduce {
   std::uint64_t open_entries() const;
   // Whether `source` still owes a contribution to an open chunk.
   bool waiting_for(int source) const;
+  // The open chunks `source` still owes a contribution to (what a resend request names).
+  void missing_from(int source, std::vector<std::uint32_t>& out) const;
+  // Whether chunk `chunk` is reduced, and if so whether without every contribution.
+  bool reduced(std::uint32_t chunk) const { return chunk < chunks_ && closed_[chunk] != 0; }
+  bool reduced_partial(std::uint32_t chunk) const { return closed_[chunk] == kClosedPartial; }
 
   bool complete() const { return reduced_ == chunks_; }
   bool expects_data() const { return chunks_ > 0; }
@@ -51,7 +56,8 @@ class ScatterReduce {
   std::uint64_t stride_ = 0;                 // floats per source in slots_
   std::vector<float> slots_;                 // other ranks' contributions, one stride each
   std::vector<std::uint32_t> contributors_;  // per own chunk: contributions in
-  std::vector<std::uint8_t> closed_;         // per own chunk: reduced (later contributions are stale)
+  static constexpr std::uint8_t kClosedExact = 1, kClosedPartial = 2;
+  std::vector<std::uint8_t> closed_;         // per own chunk: 0 open, else reduced (later contributions are stale)
   std::vector<std::uint8_t> seen_;           // [source][chunk]
   std::vector<std::uint32_t> ready_;
   std::uint64_t received_ = 0, expected_ = 0;

@@ -27,6 +27,7 @@ struct StagingBuffer {
 
   // A header slot for the next send; the storage does not move while the call runs.
   EncodedHeader next_header() { return EncodedHeader(headers.at(headers_used++)); }
+  bool has_header_slot() const { return headers_used < headers.size(); }
 };
 
 class StagingPool {

@@ -112,6 +112,7 @@ Status TarCall::run_all_gather(Clock::time_point gather_start, Clock::time_point
     stats_.fill_agreed = agree_on_fill();
     if (!stats_.fill_agreed) ++s_.agreed.fill_agreement_incomplete;
   }
+  serving_resends_ = false;
   if (!s_.gather.complete()) s_.gather.fill_missing(gather_target(), s_.options.fill, staging_->data.data(), s_.ledger);
   if (transformed_) s_.hadamard.finish();
   stats_.phase_us[1] = us_since(gather_start);
@@ -142,9 +143,12 @@ void TarCall::begin(StagingBuffer& staging) {
   // One header slot per send of this call, sized up front: a transport reads a header until its
   // send completes. Scatter: every chunk of every other shard once; all-gather: every own chunk
   // to every peer; a "done" to every peer; the missing lists twice.
+  // Resends: every data send again once per round, and a request per round, phase and peer.
   const std::uint32_t own = s_.layout.chunks_in_shard(s_.rank);
-  const std::size_t sends = static_cast<std::size_t>(s_.ledger.total_chunks() - own) +
-                            static_cast<std::size_t>(own + 1 + FillAgreement::kCopies * s_.fill.pieces_per_rank()) * (s_.ranks - 1);
+  s_.resends.begin(s_.ranks, traits.reliable ? 0 : s_.options.resend_rounds);
+  const std::size_t data_sends = static_cast<std::size_t>(s_.ledger.total_chunks() - own) + std::size_t{own} * (s_.ranks - 1);
+  const std::size_t sends = data_sends + static_cast<std::size_t>(1 + FillAgreement::kCopies * s_.fill.pieces_per_rank()) * (s_.ranks - 1) +
+                            s_.resends.rounds() * (data_sends + kTarPhases * (s_.ranks - 1));
   StagingPool::prepare(staging, count, sends, s_.ranks);
   transformed_ = bounded() && !probe_ &&
                  (s_.options.hadamard == HadamardMode::on ||
@@ -239,9 +243,13 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
       if (!grace_set) deadline = std::min(phase_deadline, hard_deadline_);
     }
     if (bounded() && !grace_set && s_.last_slices[phase].all_in(s_.rank, sends_to_me)) {
-      deadline = std::min(deadline, after_us(Clock::now(), DeadlineController::grace_us(budget_.us[phase])));
+      // What is missing now is lost rather than in flight: asked for again, it is waited for
+      // until the deadline; otherwise only a grace.
+      if (!asks_resends()) deadline = std::min(deadline, after_us(Clock::now(), DeadlineController::grace_us(budget_.us[phase])));
       grace_set = true;
     }
+    const bool resending = grace_set && asks_resends();
+    if (resending && s_.resends.due(phase, Clock::now(), phase_deadline)) ask_for_missing(phase, sends_to_me);
     if (Clock::now() >= deadline) {
       if (!bounded()) break;
       // What already arrived counts (a rank that was descheduled reads it only now).
@@ -252,11 +260,49 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
       if (later == hard_deadline_ && unheard_ > 0) entry_pending = waited_for_entry_ = true;
     }
     if (!s_.peer_failure.ok()) return s_.peer_failure;
-    Status st = transport_.poll(deadline, handler);
+    const auto wake = resending ? std::min(deadline, s_.resends.next_due(phase, phase_deadline)) : deadline;
+    Status st = transport_.poll(wake, handler);
     if (!st.ok() && st.code() != StatusCode::timeout) return st;
     if (phase == 0) reduce_ready();
   }
   return {};
+}
+
+bool TarCall::asks_resends() const {
+  return bounded() && s_.resends.rounds() > 0 && s_.options.faults.drop <= 0 && !transport_.traits().reliable;
+}
+
+template <typename SendsToMe>
+void TarCall::ask_for_missing(std::size_t phase, SendsToMe&& sends_to_me) {
+  const unsigned round = s_.resends.asked(phase);
+  s_.resends.note_asked(phase, Clock::now());
+  const std::size_t fits = (transport_.traits().max_message_bytes - WireHeader::kEncodedSize) / sizeof(std::uint32_t);
+  auto& list = s_.resends.list();
+  for (int k = 1; k < s_.ranks; ++k) {
+    const int peer = rotation_peer(s_.rank, s_.ranks, k);
+    if (!sends_to_me(peer) || !staging_->has_header_slot()) continue;
+    if (phase == 0) s_.scatter.missing_from(peer, list);
+    else s_.gather.missing_from(peer, list);
+    if (list.empty()) continue;
+    if (list.size() > fits) list.resize(fits);
+    WireHeader h;
+    h.kind = MessageKind::resend_request;
+    h.flags = static_cast<std::uint16_t>((phase == 1 ? WireHeader::kFlagGatherPhase : 0) | (round << WireHeader::kResendRoundShift));
+    h.source = static_cast<std::uint32_t>(s_.rank);
+    h.comm_id = s_.comm_id;
+    h.epoch = s_.epoch;
+    h.total = s_.layout.total();
+    h.length = static_cast<std::uint32_t>(list.size());
+    h.stamp_scatter = static_cast<float>(s_.my_estimate_us[0]);
+    h.stamp_gather = static_cast<float>(s_.my_estimate_us[1]);
+    EncodedHeader header = staging_->next_header();
+    encode(h, header);
+    if (transport_.send(peer, Lane::control, header, s_.resends.encode(list)).ok()) {
+      path_.staging.note_posted(peer);
+      ++s_.resends.requests_sent;
+      s_.resends.chunks_asked += list.size();
+    }
+  }
 }
 
 bool TarCall::drain_arrived(std::size_t phase) {
@@ -344,6 +390,7 @@ bool TarCall::agree_on_fill() {
   // beyond saving.
   const auto until = std::min(after_us(Clock::now(), DeadlineController::agreement_wait_us(budget_.us[1])), hard_deadline_);
   const bool complete = wait(until, [&] { return s_.fill.complete(s_.ranks); }).ok();
+  serving_resends_ = false;
   // A shard decoded meanwhile by the worker is decoded again if its data changes here.
   if (transformed_) s_.hadamard.quiesce();
   s_.fill.apply_union(s_.gather, gather_target(), s_.ledger, s_.rank, [&](int owner) {

@@ -58,6 +58,14 @@ class TarCall {
   void on_scatter_chunk(const Inbound& in, const InboundMessage& message);
   void on_gather_chunk(const Inbound& in, const InboundMessage& message);
   void on_missing_list(const Inbound& in, const InboundMessage& message);
+  // Resends (resend.hpp): this call asks for what its phases lost, over a transport that loses
+  // data (not in fault injection: a discarded chunk is meant never to come); it answers while
+  // what it would send again is still as it was sent.
+  bool asks_resends() const;
+  bool serves_resends() const { return bounded() && serving_resends_ && s_.resends.rounds() > 0; }
+  template <typename SendsToMe>
+  void ask_for_missing(std::size_t phase, SendsToMe&& sends_to_me);
+  void on_resend_request(const Inbound& in, const InboundMessage& message);
   // Bounded calls: the ranks agree on the chunks every rank fills (fill_agreement.hpp).
   bool agree_on_fill();
   Status finish_sends(Clock::time_point phase_deadline);
@@ -101,6 +109,8 @@ class TarCall {
   int unheard_ = 0;                     // peers nothing of this call came from yet
   Clock::time_point all_heard_at_{};    // when the last of them entered
   bool waited_for_entry_ = false;       // a phase was held for a peer that had not entered
+  // Until the fill agreement may change the staged data (or the call ends without one).
+  bool serving_resends_ = true;
 };
 
 }  // namespace optireduce

@@ -16,6 +16,9 @@ enum class MessageKind : std::uint8_t {
                       // of a bounded call (offset and length count bytes of the bitmap)
   call_failed = 5,    // the sender gave up on this call; payload: the ranks that did not answer
                       // (u32 each), so every rank fails the same call with the same error
+  resend_request = 6, // "send these chunks of this call again": payload the chunk indices (u32
+                      // each, `length` of them); kFlagGatherPhase names the phase, the round
+                      // bits which of the requester's rounds it is (resend.hpp)
 };
 
 struct WireHeader {
@@ -25,6 +28,10 @@ struct WireHeader {
   static constexpr std::uint16_t kFlagLastSlice = 1u << 0;
   // All-gather chunk its owner reduced without every contribution (scaled up): inexact.
   static constexpr std::uint16_t kFlagPartial = 1u << 1;
+  // A resend request for all-gather chunks (of the receiver's shard), not scatter-reduce ones.
+  static constexpr std::uint16_t kFlagGatherPhase = 1u << 2;
+  static constexpr unsigned kResendRoundShift = 3;
+  static constexpr std::uint16_t kResendRoundMask = 0x7u << kResendRoundShift;
 
   MessageKind kind = MessageKind::scatter_chunk;
   std::uint16_t flags = 0;
@@ -41,6 +48,7 @@ struct WireHeader {
 
   bool last_slice() const { return flags & kFlagLastSlice; }
   bool partial() const { return flags & kFlagPartial; }
+  unsigned resend_round() const { return (flags & kResendRoundMask) >> kResendRoundShift; }
 };
 
 using EncodedHeader = std::span<std::byte, WireHeader::kEncodedSize>;

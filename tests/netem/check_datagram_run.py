@@ -47,6 +47,11 @@ def check_ranks(report, args, bad):
                 bad.append(f"{where}: transport counter {field} is {c.get(field)}")
         if args.fec and (c.get("fec_parity_sent", 0) == 0 or c.get("fec_repaired", 0) == 0):
             bad.append(f"{where}: with FEC, {c.get('fec_parity_sent', 0)} parity datagrams sent, {c.get('fec_repaired', 0)} repaired")
+        asked = r.get("resends", {}).get("requests", 0)
+        if args.resends and args.permille > 0 and asked == 0:
+            bad.append(f"{where}: resends on under loss, but this rank never asked for a lost chunk again")
+        if not args.resends and asked:
+            bad.append(f"{where}: OPTIREDUCE_RESEND_ROUNDS=0, but this rank asked {asked} times")
         if args.stranger and reasons.get("unauthenticated", 0) + reasons.get("malformed", 0) == 0:
             bad.append(f"{where}: the stranger's datagrams do not show among the rejected ones: {reasons}")
 
@@ -88,6 +93,7 @@ def main():
     p.add_argument("--hosts", type=int, default=1)
     p.add_argument("--transport-prefix", required=True)
     p.add_argument("--stranger", action="store_true")
+    p.add_argument("--resends", action="store_true", help="lost chunks are asked for again: every rank under loss asked")
     p.add_argument("--fec", action="store_true", help="the transport sent parity: every rank must have repaired some")
     args = p.parse_args()
     bad = []

@@ -18,15 +18,18 @@
 # limits), and the transport must say which datagram size it chose (--expect TEXT). With --fec G
 # the transport sends a parity datagram per G (OPTIREDUCE_FEC): the case then expects the loss of
 # a clean network (what the parity cannot repair stays within its 1 % slack), and every rank
-# must have repaired datagrams.
+# must have repaired datagrams. With --resend R the bounded calls ask for lost chunks again up to
+# R times per phase (OPTIREDUCE_RESEND_ROUNDS; the default is the library's): 0 leaves the loss
+# to the model above; otherwise the case expects at most a tenth of it (MPITEST_RESENDS) and every
+# rank must have asked for chunks again.
 #
-#   datagram_under_loss.sh [--stranger] [--small-buffers CAP_LIBRARY --expect TEXT] [--fec G]
+#   datagram_under_loss.sh [--stranger] [--small-buffers CAP_LIBRARY --expect TEXT] [--fec G] [--resend R]
 #       --transport udp|ofi --net loopback|cluster:H:R --permille P [--chunk BYTES]
 #       TIMEOUT_EXE SECONDS MPIEXEC LIBRARY CHECK WORKDIR
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-stranger=0 transport="" net="" permille="" chunk=1K cap_lib="" expect="" fec=0
+stranger=0 transport="" net="" permille="" chunk=1K cap_lib="" expect="" fec=0 resend=""
 while [[ ${1:-} == --* ]]; do
   case $1 in
     --stranger) stranger=1; shift ;;
@@ -37,6 +40,7 @@ while [[ ${1:-} == --* ]]; do
     --small-buffers) cap_lib=$2; shift 2 ;;
     --expect) expect=$2; shift 2 ;;
     --fec) fec=$2; shift 2 ;;
+    --resend) resend=$2; shift 2 ;;
     *) echo "datagram_under_loss.sh: unknown option $1"; exit 2 ;;
   esac
 done
@@ -67,6 +71,8 @@ drop=$(awk -v pm="$permille" -v h="$hosts" -v r="$per_host" 'BEGIN {
   n = h * r; remote = n - r; path = 1 - (1 - p) ^ 2
   printf "%.6g", 1 - (1 - path) ^ (remote / (n - 1)) }')
 [ "$fec" = 0 ] || { drop=0; extra+=(-x OPTIREDUCE_FEC="$fec"); }
+[ -z "$resend" ] || extra+=(-x OPTIREDUCE_RESEND_ROUNDS="$resend")
+[ "$resend" = 0 ] || [ "$fec" != 0 ] || extra+=(-x MPITEST_RESENDS=1)
 settings=(-x LD_PRELOAD="$lib${cap_lib:+:$cap_lib}" "${extra[@]}" -x OPTIREDUCE_TRANSPORT="$transport" -x OPTIREDUCE_MODE=bounded
   -x OPTIREDUCE_MIN_BYTES=0 -x OPTIREDUCE_CALIBRATION_CALLS=5 -x OPTIREDUCE_CHUNK_BYTES="$chunk"
   -x OPTIREDUCE_LOSS_BUDGET=1 -x OPTIREDUCE_HADAMARD=off -x MPITEST_NETWORK_DROP="$drop"
@@ -92,4 +98,5 @@ cmd=("${wrapper[@]}" bash -c "$strangers $job_line; rc=\$?; touch '$work/stop'; 
 run_job "$seconds" "${cmd[@]}"
 [ -n "$expect" ] || expect=$([ "$transport" = ofi ] && echo "udp/" || { [ "$hosts" = 1 ] && echo "udp lo " || echo "udp eth0 gso "; })
 /usr/bin/python3 "$here/check_datagram_run.py" --work "$work" --permille "$permille" --ranks "$ranks" \
-  --hosts "$hosts" --transport-prefix "$expect" $( ((stranger)) && echo --stranger) $([ "$fec" = 0 ] || echo --fec)
+  --hosts "$hosts" --transport-prefix "$expect" $( ((stranger)) && echo --stranger) $([ "$fec" = 0 ] || echo --fec) \
+  $([ "$resend" = 0 ] || echo --resends)

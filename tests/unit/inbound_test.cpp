@@ -89,5 +89,37 @@ TEST(Inbound, BetweenCallsNothingOfTheLastCallLands) {
   EXPECT_EQ(classify(f.message(done, 2, 0), f.view).kind, InboundKind::peer_done);
 }
 
+TEST(Inbound, AResendRequestCountsOnlyForTheCallInProgress) {
+  Fixture f;
+  WireHeader h = Fixture::scatter_to_rank1();
+  h.kind = MessageKind::resend_request;
+  h.offset = 0;
+  h.length = 2;  // two chunk indices
+  auto kind_of = [&](const WireHeader& w, std::size_t bytes, CallView view) {
+    f.payload.assign(bytes, std::byte{0});
+    encode(w, f.bytes);
+    InboundMessage m;
+    m.source = 2;
+    m.header = f.bytes;
+    m.payload = f.payload;
+    m.payload_size = bytes;
+    return classify(m, view).kind;
+  };
+  EXPECT_EQ(kind_of(h, 8, f.view), InboundKind::resend_request);
+  EXPECT_EQ(kind_of(h, 12, f.view), InboundKind::misplaced) << "payload and length disagree";
+  WireHeader at = h;
+  at.offset = 1;
+  EXPECT_EQ(kind_of(at, 8, f.view), InboundKind::misplaced) << "a request has no offset";
+  WireHeader later = h;
+  later.epoch = 8;
+  EXPECT_EQ(kind_of(later, 8, f.view), InboundKind::ignored) << "never kept for a later call";
+  WireHeader earlier = h;
+  earlier.epoch = 6;
+  EXPECT_EQ(kind_of(earlier, 8, f.view), InboundKind::ignored);
+  CallView between = f.view;
+  between.in_call = false;
+  EXPECT_EQ(kind_of(h, 8, between), InboundKind::ignored) << "between calls nothing is sent again";
+}
+
 }  // namespace
 }  // namespace optireduce

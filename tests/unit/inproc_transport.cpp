@@ -38,7 +38,8 @@ std::vector<std::vector<std::byte>> InProcFabric::allgather(int rank, std::span<
   return gather_result_;
 }
 
-Status InProcTransport::send(int peer, Lane, std::span<const std::byte> header, std::span<const std::byte> payload) {
+Status InProcTransport::send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) {
+  if (lane == Lane::data && drop_ && drop_(rank_, peer, header)) return {};
   fabric_->deliver(peer, {rank_, {header.begin(), header.end()}, {payload.begin(), payload.end()}});
   return {};
 }
@@ -58,15 +59,18 @@ Status InProcTransport::poll(Clock::time_point deadline, const std::function<voi
   return {};
 }
 
-InProcJob start_inproc_job(int ranks, const EngineOptions& options) {
+InProcJob start_inproc_job(int ranks, const EngineOptions& options, const InProcNetwork* bounded) {
   InProcJob job;
   job.fabric = std::make_shared<InProcFabric>(ranks);
+  if (bounded) job.bounded_fabric = std::make_shared<InProcFabric>(ranks);
   job.engines.resize(ranks);
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] {
       Status status;
-      job.engines[r] = Engine::create(r, ranks, std::make_unique<InProcTransport>(job.fabric, r), nullptr,
+      std::unique_ptr<Transport> lossy;
+      if (bounded) lossy = std::make_unique<InProcTransport>(job.bounded_fabric, r, *bounded);
+      job.engines[r] = Engine::create(r, ranks, std::make_unique<InProcTransport>(job.fabric, r), std::move(lossy),
                                       std::make_unique<InProcBootstrap>(job.fabric, r), options, status);
     });
   for (auto& t : threads) t.join();

@@ -4,6 +4,8 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
+#include <span>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -44,20 +46,31 @@ class InProcFabric {
   std::vector<std::vector<std::byte>> gather_result_;
 };
 
+// A network for the bounded calls beside the exact one: a transport that may lose messages
+// (traits.reliable false), losing the data-lane messages `drop` picks (from, to, header).
+struct InProcNetwork {
+  TransportTraits traits{false, false, false, std::size_t{1} << 30};
+  std::function<bool(int from, int to, std::span<const std::byte> header)> drop;
+};
+
 class InProcTransport final : public Transport {
  public:
   InProcTransport(std::shared_ptr<InProcFabric> fabric, int rank) : fabric_(std::move(fabric)), rank_(rank) {}
+  InProcTransport(std::shared_ptr<InProcFabric> fabric, int rank, const InProcNetwork& network)
+      : fabric_(std::move(fabric)), rank_(rank), traits_(network.traits), drop_(network.drop) {}
   std::vector<std::byte> local_address() const override { return {std::byte(rank_)}; }
   Status connect(int, const std::vector<std::vector<std::byte>>&, Clock::time_point) override { return {}; }
   Status send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) override;
   std::size_t sends_in_flight(int) const override { return 0; }  // a send is a copy
   Status poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override;
-  TransportTraits traits() const override { return {true, true, true, std::size_t{1} << 30}; }
+  TransportTraits traits() const override { return traits_; }
   std::string describe() const override { return "inproc"; }
 
  private:
   std::shared_ptr<InProcFabric> fabric_;
   int rank_;
+  TransportTraits traits_{true, true, true, std::size_t{1} << 30};
+  std::function<bool(int, int, std::span<const std::byte>)> drop_;
 };
 
 class InProcBootstrap final : public Bootstrap {
@@ -90,9 +103,10 @@ class InProcBootstrap final : public Bootstrap {
 // is null when creation failed.
 struct InProcJob {
   std::shared_ptr<InProcFabric> fabric;
+  std::shared_ptr<InProcFabric> bounded_fabric;  // with a network for the bounded calls
   std::vector<std::unique_ptr<Engine>> engines;
   int ranks() const { return static_cast<int>(engines.size()); }
 };
-InProcJob start_inproc_job(int ranks, const EngineOptions& options);
+InProcJob start_inproc_job(int ranks, const EngineOptions& options, const InProcNetwork* bounded = nullptr);
 
 }  // namespace optireduce::testing

@@ -65,7 +65,7 @@ TEST(WireHeader, RejectsWhatIsNotOurs) {
   bad[5] = std::byte{0};
   EXPECT_FALSE(decode(bad, d)) << "kind";
   bad = good;
-  bad[5] = std::byte{6};
+  bad[5] = std::byte{7};
   EXPECT_FALSE(decode(bad, d)) << "kind";
   // offset + length past total, and an offset that would overflow.
   WireHeader h = sample();
