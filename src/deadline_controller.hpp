@@ -77,6 +77,10 @@ class DeadlineController {
   // Once every sender's last slice of a phase is in, the phase waits at most this for
   // stragglers still in flight (datagrams can arrive out of order), then closes.
   static double grace_us(double phase_budget_us) { return kGraceShare * phase_budget_us; }
+  // Over a datagram transport, a phase that asked its senders for lost chunks again waits this
+  // long for them before it asks again, and after its last round before it closes (resend.hpp):
+  // a round trip and the resent data, on a host whose cores the ranks may share.
+  static double resend_wait_us(double phase_budget_us) { return std::max(kResendFloorUs, kResendShare * phase_budget_us); }
   // At a phase's deadline the phase keeps waiting while data still comes: it closes once nothing
   // arrived for this long (a busy CPU delays data; only a quiet network has lost it), and at the
   // latest at stretch_limit.
@@ -108,6 +112,8 @@ class DeadlineController {
 
  private:
   static constexpr double kGraceShare = 0.05;
+  static constexpr double kResendShare = 0.10;
+  static constexpr double kResendFloorUs = 1000;
   // Longer than a scheduler's time slice on an oversubscribed node: a peer that was descheduled
   // is not a lost message.
   static constexpr double kQuietFloorUs = 10000;

@@ -12,20 +12,20 @@ void Resends::begin(int ranks, unsigned rounds) {
   served_.assign(static_cast<std::size_t>(ranks) * kTarPhases, 0);
 }
 
-Clock::time_point Resends::next_due(std::size_t phase, Clock::time_point phase_deadline) const {
+Clock::time_point Resends::next_due(std::size_t phase, Clock::duration wait) const {
   const unsigned k = asked_[phase];
   if (k >= rounds_) return Clock::time_point::max();
   if (k == 0) return Clock::time_point::min();
-  const auto step = (phase_deadline - first_asked_[phase]) / static_cast<int>(rounds_);
-  return first_asked_[phase] + step * static_cast<int>(k);
+  return last_asked_[phase] + wait;
 }
 
-bool Resends::due(std::size_t phase, Clock::time_point now, Clock::time_point phase_deadline) const {
-  return now < phase_deadline && next_due(phase, phase_deadline) <= now;
+bool Resends::due(std::size_t phase, Clock::time_point now, Clock::time_point phase_deadline, Clock::duration wait) const {
+  return now < phase_deadline && next_due(phase, wait) <= now;
 }
 
 void Resends::note_asked(std::size_t phase, Clock::time_point now) {
-  if (asked_[phase]++ == 0) first_asked_[phase] = now;
+  ++asked_[phase];
+  last_asked_[phase] = now;
 }
 
 std::span<const std::byte> Resends::encode(std::span<const std::uint32_t> chunks) {

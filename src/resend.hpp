@@ -27,11 +27,15 @@ class Resends {
   void begin(int ranks, unsigned rounds);
   unsigned rounds() const { return rounds_; }
 
-  // Requester. Whether the next round of `phase` is due: the first once the phase's last slices
-  // are all in, the later ones spread evenly until the phase's deadline.
-  bool due(std::size_t phase, Clock::time_point now, Clock::time_point phase_deadline) const;
+  // Requester. The first round of a phase is due once its last slices are all in, each later one
+  // `wait` after the one before, none at or past the phase's deadline; `wait` after the last round
+  // the phase closes with what it has (DeadlineController::resend_wait_us).
+  bool due(std::size_t phase, Clock::time_point now, Clock::time_point phase_deadline, Clock::duration wait) const;
   // When the next round is due (time_point::max() once every round was asked).
-  Clock::time_point next_due(std::size_t phase, Clock::time_point phase_deadline) const;
+  Clock::time_point next_due(std::size_t phase, Clock::duration wait) const;
+  // Once every round was asked: when the phase stops waiting for what it asked for.
+  Clock::time_point gives_up_at(std::size_t phase, Clock::duration wait) const { return last_asked_[phase] + wait; }
+  bool all_asked(std::size_t phase) const { return asked_[phase] >= rounds_; }
   void note_asked(std::size_t phase, Clock::time_point now);
   unsigned asked(std::size_t phase) const { return asked_[phase]; }
   // The request payload for `chunks` (u32 little-endian each), in storage reused from call to call.
@@ -54,7 +58,7 @@ class Resends {
  private:
   unsigned rounds_ = 0;
   std::array<unsigned, kTarPhases> asked_{};
-  std::array<Clock::time_point, kTarPhases> first_asked_{};
+  std::array<Clock::time_point, kTarPhases> last_asked_{};
   std::vector<std::uint8_t> served_;  // [peer][phase]: bit r set once round r was served this call
   std::vector<std::uint32_t> list_, decoded_;
   std::vector<std::byte> bytes_;

@@ -231,6 +231,8 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
   auto deadline = std::min(phase_deadline, hard_deadline_);
   bool grace_set = false;
   bool entry_pending = false;  // held at the deadline for a peer that has not entered
+  const auto resend_wait = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double, std::micro>(DeadlineController::resend_wait_us(budget_.us[phase])));
   auto handler = [this](const InboundMessage& m) { handle(m); };
   while (!complete()) {
     if (entry_pending && unheard_ == 0) {
@@ -249,7 +251,10 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
       grace_set = true;
     }
     const bool resending = grace_set && asks_resends();
-    if (resending && s_.resends.due(phase, Clock::now(), phase_deadline)) ask_for_missing(phase, sends_to_me);
+    if (resending && s_.resends.due(phase, Clock::now(), phase_deadline, resend_wait)) {
+      ask_for_missing(phase, sends_to_me);
+      if (s_.resends.all_asked(phase)) deadline = std::min(deadline, s_.resends.gives_up_at(phase, resend_wait));
+    }
     if (Clock::now() >= deadline) {
       if (!bounded()) break;
       // What already arrived counts (a rank that was descheduled reads it only now).
@@ -260,7 +265,7 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
       if (later == hard_deadline_ && unheard_ > 0) entry_pending = waited_for_entry_ = true;
     }
     if (!s_.peer_failure.ok()) return s_.peer_failure;
-    const auto wake = resending ? std::min(deadline, s_.resends.next_due(phase, phase_deadline)) : deadline;
+    const auto wake = resending ? std::min(deadline, s_.resends.next_due(phase, resend_wait)) : deadline;
     Status st = transport_.poll(wake, handler);
     if (!st.ok() && st.code() != StatusCode::timeout) return st;
     if (phase == 0) reduce_ready();

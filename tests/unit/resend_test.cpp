@@ -51,21 +51,29 @@ TEST(Resends, EachRoundOfEachPeerAndPhaseIsServedOnce) {
   EXPECT_FALSE(off.take(1, 0, 0));
 }
 
-TEST(Resends, RoundsAreSpreadUntilThePhaseDeadline) {
+TEST(Resends, EachRoundWaitsForTheOneBeforeAndNoneIsPastTheDeadline) {
+  using std::chrono::milliseconds;
   Resends r;
   r.begin(2, 2);
   const auto t0 = Clock::now();
-  const auto deadline = t0 + std::chrono::milliseconds(10);
-  EXPECT_TRUE(r.due(0, t0, deadline)) << "the first round at once";
-  EXPECT_FALSE(r.due(0, deadline, deadline)) << "never at or past the deadline";
+  const auto deadline = t0 + milliseconds(10);
+  const Clock::duration wait = milliseconds(3);
+  EXPECT_TRUE(r.due(0, t0, deadline, wait)) << "the first round at once";
+  EXPECT_FALSE(r.due(0, deadline, deadline, wait)) << "never at or past the deadline";
   r.note_asked(0, t0);
-  EXPECT_EQ(r.next_due(0, deadline), t0 + std::chrono::milliseconds(5));
-  EXPECT_FALSE(r.due(0, t0 + std::chrono::milliseconds(4), deadline));
-  EXPECT_TRUE(r.due(0, t0 + std::chrono::milliseconds(5), deadline));
-  EXPECT_TRUE(r.due(1, t0, deadline)) << "phases count apart";
-  r.note_asked(0, t0 + std::chrono::milliseconds(5));
-  EXPECT_EQ(r.next_due(0, deadline), Clock::time_point::max());
+  EXPECT_FALSE(r.all_asked(0));
+  EXPECT_EQ(r.next_due(0, wait), t0 + wait);
+  EXPECT_FALSE(r.due(0, t0 + milliseconds(2), deadline, wait));
+  EXPECT_TRUE(r.due(0, t0 + milliseconds(3), deadline, wait));
+  EXPECT_TRUE(r.due(1, t0, deadline, wait)) << "phases count apart";
+  r.note_asked(0, t0 + milliseconds(4));
+  EXPECT_TRUE(r.all_asked(0));
+  EXPECT_EQ(r.next_due(0, wait), Clock::time_point::max());
+  EXPECT_EQ(r.gives_up_at(0, wait), t0 + milliseconds(7));
   EXPECT_EQ(r.asked(0), 2u);
+  r.begin(2, 0);
+  EXPECT_TRUE(r.all_asked(0)) << "no rounds: nothing to ask";
+  EXPECT_EQ(r.next_due(0, wait), Clock::time_point::max());
 }
 
 }  // namespace
