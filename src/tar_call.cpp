@@ -245,8 +245,8 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
       if (!grace_set) deadline = std::min(phase_deadline, hard_deadline_);
     }
     if (bounded() && !grace_set && s_.last_slices[phase].all_in(s_.rank, sends_to_me)) {
-      // What is missing now is lost rather than in flight: asked for again, it is waited for
-      // until the deadline; otherwise only a grace.
+      // What is missing now is lost rather than in flight: asked for again (resend.hpp), it is
+      // waited for a round trip per round; otherwise only a grace.
       if (!asks_resends()) deadline = std::min(deadline, after_us(Clock::now(), DeadlineController::grace_us(budget_.us[phase])));
       grace_set = true;
     }

@@ -112,6 +112,12 @@ struct EntryResult {
   std::string name;
   std::vector<std::uint64_t> buckets;
   std::vector<double> iteration_ms;  // warm-up first, then timed
+  // Per iteration: from the last rank's start to the last rank's end. The barrier before an
+  // iteration releases ranks at different times when its own messages are delayed (a lossy
+  // network); iteration_ms then includes that skew, this does not. Meaningful where the ranks
+  // share one clock (one machine, network namespaces included).
+  std::vector<double> after_last_entry_ms;
+  std::vector<double> start_s, end_s;  // this rank's, MPI_Wtime
   // Per call, in the order the calls ran (a step's buckets in reverse order).
   std::vector<double> call_ms, rel_error;
   std::vector<int> kind, flags;
@@ -171,6 +177,8 @@ class Bench {
         if (ordinal[b] == opt_.corrupt_call && rank_ == 0) result(send, recv, b)[0] += 1.0f;
       }
       r.iteration_ms.push_back((prev - t0) * 1e3);
+      r.start_s.push_back(t0);
+      r.end_s.push_back(prev);
       for (std::size_t k = 0; k < nb; ++k) {
         const std::size_t b = nb - 1 - k;
         const float* out = result(send, recv, b);
@@ -230,6 +238,9 @@ class Bench {
       PMPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX, comm_);
     };
     max_d(r.iteration_ms);
+    max_d(r.start_s);
+    max_d(r.end_s);
+    for (std::size_t i = 0; i < r.start_s.size(); ++i) r.after_last_entry_ms.push_back((r.end_s[i] - r.start_s[i]) * 1e3);
     max_d(r.call_ms);
     max_d(r.rel_error);
     PMPI_Allreduce(MPI_IN_PLACE, r.flags.data(), static_cast<int>(r.flags.size()), MPI_INT, MPI_BOR, comm_);
@@ -252,6 +263,7 @@ class Bench {
 std::string entry_json(const EntryResult& r, const Options& opt) {
   const std::size_t warm_calls = static_cast<std::size_t>(opt.warmup) * static_cast<std::size_t>(r.calls_per_iteration);
   std::vector<double> timed(r.iteration_ms.begin() + opt.warmup, r.iteration_ms.end());
+  std::vector<double> timed_after(r.after_last_entry_ms.begin() + opt.warmup, r.after_last_entry_ms.end());
   std::uint64_t kinds_all[allreduce_bench::kKinds] = {}, kinds_timed[allreduce_bench::kKinds] = {};
   std::uint64_t entries = 0, dropped = 0, not_exact = 0, beyond = 0, wrong = 0, failed = 0;
   double worst = 0, worst_timed = 0, worst_call_dropped = 0;
@@ -281,6 +293,8 @@ std::string entry_json(const EntryResult& r, const Options& opt) {
     << ", \"calls_per_iteration\": " << r.calls_per_iteration << ", \"warmup\": " << opt.warmup
     << ", \"iters\": " << opt.iters << ",\n   \"p50_ms\": " << num(percentile(timed, 50))
     << ", \"p99_ms\": " << num(percentile(timed, 99)) << ", \"max_ms\": " << num(percentile(timed, 100))
+    << ", \"p50_after_last_entry_ms\": " << num(percentile(timed_after, 50))
+    << ", \"p99_after_last_entry_ms\": " << num(percentile(timed_after, 99))
     << ",\n   \"check\": {\"calls\": " << r.kind.size() << ", \"not_exact\": " << not_exact
     << ", \"beyond_tolerance\": " << beyond << ", \"wrong\": " << wrong << ", \"failed\": " << failed
     << ", \"tolerance\": " << num(opt.tolerance) << ", \"max_rel_rms_error\": " << num(worst)
@@ -290,6 +304,7 @@ std::string entry_json(const EntryResult& r, const Options& opt) {
     << ", \"timed_dropped_fraction\": " << num(entries ? double(dropped) / double(entries) : 0.0)
     << ", \"timed_worst_call_dropped_fraction\": " << num(worst_call_dropped)
     << ",\n   \"iteration_ms\": " << json_list(r.iteration_ms, [](double x) { return num(x); })
+    << ",\n   \"after_last_entry_ms\": " << json_list(r.after_last_entry_ms, [](double x) { return num(x); })
     << ",\n   \"calls\": {\"ms\": " << json_list(r.call_ms, [](double x) { return num(x); })
     << ", \"bytes\": " << json_list(r.bytes, [](auto x) { return num(x); })
     << ", \"kind\": " << json_list(r.kind, [](int k) { return std::string("\"") + allreduce_bench::kind_name(k) + "\""; })

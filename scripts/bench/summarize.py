@@ -133,6 +133,9 @@ def main():
             row["p50_ms"] = statistics.median(e["p50_ms"] for e in es.values())
             row["p99_ms"] = statistics.median(e["p99_ms"] for e in es.values())
             row["p50_per_round"] = {r: e["p50_ms"] for r, e in es.items()}
+            if all("p99_after_last_entry_ms" in e for e in es.values()):
+                row["p50_after_ms"] = statistics.median(e["p50_after_last_entry_ms"] for e in es.values())
+                row["p99_after_ms"] = statistics.median(e["p99_after_last_entry_ms"] for e in es.values())
             row["p99_per_round"] = {r: e["p99_ms"] for r, e in es.items()}
             ent = sum(e["timed_entries"] for e in es.values())
             drp = sum(e["timed_dropped_entries"] for e in es.values())
@@ -174,6 +177,9 @@ def main():
         if not b or "p50_ms" not in b or "p50_ms" not in row:
             continue
         row["p50_ratio"] = row["p50_ms"] / b["p50_ms"] if b["p50_ms"] else None
+        if "p99_after_ms" in row and b.get("p99_after_ms"):
+            row["p50_after_ratio"] = row["p50_after_ms"] / b["p50_after_ms"] if b["p50_after_ms"] else None
+            row["p99_after_ratio"] = row["p99_after_ms"] / b["p99_after_ms"]
         row["p99_ratio"] = row["p99_ms"] / b["p99_ms"] if b["p99_ms"] else None
         per = [row["p50_per_round"][r] / b["p50_per_round"][r] for r in row["p50_per_round"]
                if r in b["p50_per_round"] and b["p50_per_round"][r]]
@@ -235,6 +241,16 @@ def main():
                  "(recvmsg, recvmmsg, recvfrom, read, readv) system calls of the whole job per rank and allreduce "
                  "call, start-up and warm-up included (median over rounds); timings under strace are not "
                  "comparable." if with_sc else ""), ""]
+    after = [r for r in rows if "p99_after_ms" in r]
+    if after and m.get("mode") == "latency":
+        lines += ["From the last rank's entry (the iteration's barrier may release ranks at different times: "
+                  "a delayed barrier message on a lossy network; ranks share this machine's clock):", "",
+                  "| contender | entry | p50 ms | p99 ms | p50 ratio | p99 ratio |", "| --- | --- | --- | --- | --- | --- |"]
+        for row in after:
+            lines.append(f"| {row['contender']} | {row['label']} | {fmt_ms(row['p50_after_ms'])} | "
+                         f"{fmt_ms(row['p99_after_ms'])} | {fmt_ratio(row.get('p50_after_ratio'))} | "
+                         f"{fmt_ratio(row.get('p99_after_ratio'))} |")
+        lines.append("")
     table = "\n".join(lines)
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(table)
