@@ -1,7 +1,7 @@
 // Selective repeat inside a bounded call's deadline, over transports that may lose data. Once a
 // phase holds every sender's last slices, what it still lacks is lost rather than in flight: the
-// receiver asks each sender for those chunks, and asks again halfway to the phase's deadline if
-// they have not come. A sender answers from what its call still holds (the staged input, the
+// receiver asks each sender for those chunks, and asks again if they have not come a round trip
+// later (never past the phase's deadline). A sender answers from what its call still holds (the staged input, the
 // reduced shard) for as long as that call runs. A lost datagram then costs a round trip instead
 // of the rest of the deadline and the data. Both sides are bounded: `rounds` requests per phase
 // and peer, each listing at most the chunks of one shard, and a sender serves no more than that.
