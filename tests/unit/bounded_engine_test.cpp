@@ -509,12 +509,14 @@ TEST(BoundedEngine, ResendsRepairWhatTheNetworkLost) {
       EXPECT_EQ(asked + resent, 0u);
       continue;
     }
-    // What was lost came again within the deadlines. What still lacks data waited for it (a round
-    // trip per round; lateness on this shared machine can outlast that).
+    // What the network lost came again within the deadlines. Lateness on this shared machine (a
+    // rank thread descheduled past a deadline, more so under a sanitizer or a build beside the
+    // tests) loses data that no resend can bring in time; so the calls where no rank ran a phase to
+    // its deadline are the ones compared.
     EXPECT_GT(asked, 0u);
     EXPECT_GT(resent, 0u);
-    EXPECT_LE(mean, 0.1 * mean_without);
-    EXPECT_LE(on_time ? on_time_sum / on_time : 0.0, 0.05 * mean_without);
+    ASSERT_GE(on_time, 20) << "too few calls without an expired phase to compare";
+    EXPECT_LE(on_time_sum / on_time, 0.05 * mean_without);
   }
 }
 
