@@ -198,7 +198,8 @@ const std::vector<Parameter>& transport_parameters() {
         "what carries bounded calls (exact ones always go over UCX): auto: kernel UDP datagrams when the "
         "communicator's ranks are on more than one host (host names differ), UCX within one host; udp or ofi "
         "(libfabric datagram endpoints, for verbs UD or EFA): always; ucx: UCX for every call. Datagrams are "
-        "unreliable and never retransmitted: what is late is compensated"},
+        "unreliable: a bounded call asks again for what was lost (OPTIREDUCE_RESEND_ROUNDS) and compensates what is "
+        "still missing at its deadlines"},
        choice(&Config::transport, {{"auto", TransportKind::automatic}, {"ucx", TransportKind::ucx},
                                    {"udp", TransportKind::udp}, {"ofi", TransportKind::ofi}})},
       {{"OPTIREDUCE_STEP_ASIDE", "auto", "auto, off",
