@@ -301,12 +301,19 @@ int case_bounded_loss() {
   std::fflush(stdout);
   const char* source = network ? "MPITEST_NETWORK_DROP" : "OPTIREDUCE_FAULT_DROP";
   // Over a datagram transport that asks for lost chunks again (MPITEST_RESENDS), the network's loss
-  // is mostly repaired within the deadlines; without, the dropped fraction follows it.
-  if (network && std::getenv("MPITEST_RESENDS"))
-    MPITEST_CHECK(mean <= 0.1 * model, "mean dropped fraction %.4f is above a tenth of the model %.4f of %s=%g: "
-                  "the resends did not repair the loss", mean, model, source, p);
-  else
+  // is repaired within the deadlines: in the calls where no rank ran a phase to its deadline (in
+  // the others lateness on this shared machine lost data no resend brings in time). Without
+  // resends the dropped fraction follows the loss.
+  if (network && std::getenv("MPITEST_RESENDS")) {
+    MPITEST_CHECK(on_time >= 5, "only %d of %d bounded calls ran without an expired deadline on every rank: too few "
+                  "to tell whether the resends repaired the loss", on_time, bounded);
+    MPITEST_CHECK(on_time_sum / on_time <= 0.1 * model,
+                  "mean dropped fraction %.4f over the %d calls without an expired phase is above a tenth of the "
+                  "model %.4f of %s=%g: the resends did not repair the loss", on_time_sum / on_time, on_time, model,
+                  source, p);
+  } else {
     MPITEST_CHECK(mean >= 0.6 * model, "mean dropped fraction %.4f is below the model %.4f of %s=%g", mean, model, source, p);
+  }
   // At least 5 calls (5 x 16N chunks): the noise of their mean stays well inside the band. Only
   // for injected drops: a datagram the network lost may carry a sender's last slice, and then the
   // phase rightly waits out its deadline (it cannot know the sender is done), so under real loss

@@ -20,7 +20,8 @@
 # a clean network (what the parity cannot repair stays within its 1 % slack), and every rank
 # must have repaired datagrams. With --resend R the bounded calls ask for lost chunks again up to
 # R times per phase (OPTIREDUCE_RESEND_ROUNDS; the default is the library's): 0 leaves the loss
-# to the model above; otherwise the case expects at most a tenth of it (MPITEST_RESENDS) and every
+# to the model above; otherwise the case expects at most a tenth of it in the calls no rank ran to
+# a deadline (MPITEST_RESENDS; in the others lateness loses data no resend repairs) and every
 # rank must have asked for chunks again.
 #
 #   datagram_under_loss.sh [--stranger] [--small-buffers CAP_LIBRARY --expect TEXT] [--fec G] [--resend R]
