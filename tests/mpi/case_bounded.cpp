@@ -5,8 +5,9 @@
 //   bounded_loss     calibration then bounded calls under OPTIREDUCE_FAULT_DROP, or under a real
 //                    lossy network whose per-packet drop rate MPITEST_NETWORK_DROP names (the
 //                    datagram transport, one chunk per datagram): the dropped fraction follows
-//                    the rate, every wrong entry is counted as dropped, the RMS error is
-//                    explained by the dropped fraction, all ranks agree on kinds
+//                    the rate (with MPITEST_RESENDS: the resends repaired it in the calls no
+//                    rank ran to a deadline), every wrong entry is counted as dropped, the RMS
+//                    error is explained by the dropped fraction, all ranks agree on kinds
 //   bounded_delay    OPTIREDUCE_FAULT_DELAY=R:MS:1: the other ranks' bounded calls return long
 //                    before rank R arrives; the job finishes
 //   bounded_modes    per-communicator mode after many lossy bounded calls: reliable is bitwise
