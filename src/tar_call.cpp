@@ -145,7 +145,8 @@ void TarCall::begin(StagingBuffer& staging) {
   // to every peer; a "done" to every peer; the missing lists twice.
   // Resends: every data send again once per round, and a request per round, phase and peer.
   const std::uint32_t own = s_.layout.chunks_in_shard(s_.rank);
-  s_.resends.begin(s_.ranks, traits.reliable ? 0 : s_.options.resend_rounds);
+  // Resends only where data can be lost, and not where losing it is the point (fault injection).
+  s_.resends.begin(s_.ranks, traits.reliable || s_.options.faults.drop > 0 ? 0 : s_.options.resend_rounds);
   const std::size_t data_sends = static_cast<std::size_t>(s_.ledger.total_chunks() - own) + std::size_t{own} * (s_.ranks - 1);
   const std::size_t sends = data_sends + static_cast<std::size_t>(1 + FillAgreement::kCopies * s_.fill.pieces_per_rank()) * (s_.ranks - 1) +
                             s_.resends.rounds() * (data_sends + kTarPhases * (s_.ranks - 1));
@@ -187,6 +188,13 @@ PhaseDeadlines TarCall::budget() const {
 }
 
 Status TarCall::send(int peer, MessageKind kind, const Extent& extent, std::uint16_t flags, const float* base) {
+  const auto* payload = extent.length ? reinterpret_cast<const std::byte*>(base + extent.offset) : nullptr;
+  const Lane lane = kind == MessageKind::scatter_chunk || kind == MessageKind::gather_chunk ? Lane::data : Lane::control;
+  return post(peer, lane, kind, flags, extent.offset, extent.length, {payload, extent.length * sizeof(float)});
+}
+
+Status TarCall::post(int peer, Lane lane, MessageKind kind, std::uint16_t flags, std::uint64_t offset, std::uint32_t length,
+                     std::span<const std::byte> payload) {
   WireHeader h;
   h.kind = kind;
   h.flags = flags;
@@ -194,15 +202,13 @@ Status TarCall::send(int peer, MessageKind kind, const Extent& extent, std::uint
   h.comm_id = s_.comm_id;
   h.epoch = s_.epoch;
   h.total = s_.layout.total();
-  h.offset = extent.offset;
-  h.length = extent.length;
+  h.offset = offset;
+  h.length = length;
   h.stamp_scatter = static_cast<float>(s_.my_estimate_us[0]);
   h.stamp_gather = static_cast<float>(s_.my_estimate_us[1]);
   EncodedHeader header = staging_->next_header();
   encode(h, header);
-  const auto* payload = extent.length ? reinterpret_cast<const std::byte*>(base + extent.offset) : nullptr;
-  const Lane lane = kind == MessageKind::scatter_chunk || kind == MessageKind::gather_chunk ? Lane::data : Lane::control;
-  Status st = transport_.send(peer, lane, header, {payload, extent.length * sizeof(float)});
+  Status st = transport_.send(peer, lane, header, payload);
   if (st.ok()) path_.staging.note_posted(peer);
   return st;
 }
@@ -252,7 +258,7 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
     }
     const bool resending = grace_set && asks_resends();
     if (resending && s_.resends.due(phase, Clock::now(), phase_deadline, resend_wait)) {
-      ask_for_missing(phase, sends_to_me);
+      ask_for_missing(phase);
       if (s_.resends.all_asked(phase)) deadline = std::min(deadline, s_.resends.gives_up_at(phase, resend_wait));
     }
     if (Clock::now() >= deadline) {
@@ -271,43 +277,6 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
     if (phase == 0) reduce_ready();
   }
   return {};
-}
-
-bool TarCall::asks_resends() const {
-  return bounded() && s_.resends.rounds() > 0 && s_.options.faults.drop <= 0 && !transport_.traits().reliable;
-}
-
-template <typename SendsToMe>
-void TarCall::ask_for_missing(std::size_t phase, SendsToMe&& sends_to_me) {
-  const unsigned round = s_.resends.asked(phase);
-  s_.resends.note_asked(phase, Clock::now());
-  const std::size_t fits = (transport_.traits().max_message_bytes - WireHeader::kEncodedSize) / sizeof(std::uint32_t);
-  auto& list = s_.resends.list();
-  for (int k = 1; k < s_.ranks; ++k) {
-    const int peer = rotation_peer(s_.rank, s_.ranks, k);
-    if (!sends_to_me(peer) || !staging_->has_header_slot()) continue;
-    if (phase == 0) s_.scatter.missing_from(peer, list);
-    else s_.gather.missing_from(peer, list);
-    if (list.empty()) continue;
-    if (list.size() > fits) list.resize(fits);
-    WireHeader h;
-    h.kind = MessageKind::resend_request;
-    h.flags = static_cast<std::uint16_t>((phase == 1 ? WireHeader::kFlagGatherPhase : 0) | (round << WireHeader::kResendRoundShift));
-    h.source = static_cast<std::uint32_t>(s_.rank);
-    h.comm_id = s_.comm_id;
-    h.epoch = s_.epoch;
-    h.total = s_.layout.total();
-    h.length = static_cast<std::uint32_t>(list.size());
-    h.stamp_scatter = static_cast<float>(s_.my_estimate_us[0]);
-    h.stamp_gather = static_cast<float>(s_.my_estimate_us[1]);
-    EncodedHeader header = staging_->next_header();
-    encode(h, header);
-    if (transport_.send(peer, Lane::control, header, s_.resends.encode(list)).ok()) {
-      path_.staging.note_posted(peer);
-      ++s_.resends.requests_sent;
-      s_.resends.chunks_asked += list.size();
-    }
-  }
 }
 
 bool TarCall::drain_arrived(std::size_t phase) {

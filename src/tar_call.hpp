@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "optireduce/engine/engine_state.hpp"
 #include "optireduce/engine/inbound.hpp"
@@ -45,6 +46,9 @@ class TarCall {
   PhaseDeadlines budget() const;
   Status send_scatter();
   Status send(int peer, MessageKind kind, const Extent& extent, std::uint16_t flags, const float* base);
+  // Any message of this call with this rank's stamps: encoded into the next header slot, sent.
+  Status post(int peer, Lane lane, MessageKind kind, std::uint16_t flags, std::uint64_t offset, std::uint32_t length,
+              std::span<const std::byte> payload);
   // Runs one phase until `complete`, its deadline, or (once every sender's last slice is in) a
   // short grace fixed at that moment.
   template <typename Complete, typename SendsToMe>
@@ -61,10 +65,10 @@ class TarCall {
   // Resends (resend.hpp): this call asks for what its phases lost, over a transport that loses
   // data (not in fault injection: a discarded chunk is meant never to come); it answers while
   // what it would send again is still as it was sent.
-  bool asks_resends() const;
-  bool serves_resends() const { return bounded() && serving_resends_ && s_.resends.rounds() > 0; }
-  template <typename SendsToMe>
-  void ask_for_missing(std::size_t phase, SendsToMe&& sends_to_me);
+  // (Both decided once per call: Resends::begin gets no rounds otherwise.)
+  bool asks_resends() const { return bounded() && s_.resends.rounds() > 0; }
+  bool serves_resends() const { return asks_resends() && serving_resends_; }
+  void ask_for_missing(std::size_t phase);
   void on_resend_request(const Inbound& in, const InboundMessage& message);
   // Bounded calls: the ranks agree on the chunks every rank fills (fill_agreement.hpp).
   bool agree_on_fill();

@@ -87,36 +87,4 @@ void TarCall::on_missing_list(const Inbound& in, const InboundMessage& message) 
   s_.fill.accept(static_cast<int>(in.header.source), *piece, in.header, message);
 }
 
-void TarCall::on_resend_request(const Inbound& in, const InboundMessage& message) {
-  if (!serves_resends()) return;
-  const int peer = static_cast<int>(in.header.source);
-  const bool gather = in.header.flags & WireHeader::kFlagGatherPhase;
-  const std::size_t phase = gather ? 1 : 0;
-  // Scatter-reduce: the peer's own chunks (its shard); all-gather: this rank's reduced ones.
-  const std::uint32_t chunks = s_.layout.chunks_in_shard(gather ? s_.rank : peer);
-  if (!s_.resends.decode(message, in.header.length, chunks)) {
-    ++s_.rejects.misplaced;
-    return;
-  }
-  if (!s_.resends.take(peer, phase, in.header.resend_round())) return;
-  for (std::uint32_t c : s_.resends.decoded()) {
-    if (!staging_->has_header_slot()) return;
-    if (!gather) {
-      if (transformed_) {
-        s_.hadamard.await_encoded(peer);
-        // The peer's reduced chunk already overwrote this rank's staged contribution to it (and
-        // the peer has closed that chunk anyway).
-        if (s_.gather.has(peer, c)) continue;
-      }
-      if (!send(peer, MessageKind::scatter_chunk, s_.layout.chunk(peer, c), 0, scatter_source_).ok()) return;
-    } else {
-      // A chunk not reduced yet goes to the peer when it is.
-      if (!s_.scatter.reduced(c)) continue;
-      const std::uint16_t flags = s_.scatter.reduced_partial(c) ? WireHeader::kFlagPartial : 0;
-      if (!send(peer, MessageKind::gather_chunk, s_.layout.chunk(s_.rank, c), flags, staging_->data.data()).ok()) return;
-    }
-    ++s_.resends.chunks_resent;
-  }
-}
-
 }  // namespace optireduce
