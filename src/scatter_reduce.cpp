@@ -47,10 +47,10 @@ std::optional<std::uint32_t> ScatterReduce::next_ready() {
   return c;
 }
 
-ReducedChunk ScatterReduce::reduce(std::uint32_t chunk, float* own) {
+ReducedChunk ScatterReduce::reduce(std::uint32_t chunk, const float* own, float* result, float* output) {
   const Extent e = layout_.chunk(rank_, chunk);
   const std::uint64_t rel = e.offset - layout_.shard_begin(rank_);
-  float* acc_base = own + e.offset;
+  const float* own_base = own + e.offset;
   const bool partial = 1 + static_cast<int>(contributors_[chunk]) < ranks_;
   auto has = [&](int p) { return p == rank_ || seen_[static_cast<std::size_t>(p) * chunks_ + chunk]; };
   // A chunk held from k of N contributors is the sum of those k: a missing contribution counts
@@ -64,13 +64,14 @@ ReducedChunk ScatterReduce::reduce(std::uint32_t chunk, float* own) {
     bool first = true;
     for (int p = 0; p < ranks_; ++p) {
       if (!has(p)) continue;
-      const float* src = p == rank_ ? acc_base + b : slots_.data() + (p < rank_ ? p : p - 1) * stride_ + rel + b;
+      const float* src = p == rank_ ? own_base + b : slots_.data() + (p < rank_ ? p : p - 1) * stride_ + rel + b;
       if (first) std::memcpy(acc, src, n * sizeof(float));
       else
         for (std::uint32_t i = 0; i < n; ++i) acc[i] += src[i];
       first = false;
     }
-    std::memcpy(acc_base + b, acc, n * sizeof(float));
+    std::memcpy(result + e.offset + b, acc, n * sizeof(float));
+    if (output) std::memcpy(output + e.offset + b, acc, n * sizeof(float));
   }
   closed_[chunk] = partial ? kClosedPartial : kClosedExact;
   ++reduced_;

@@ -29,8 +29,11 @@ class ScatterReduce {
   // A chunk whose contributions are all in, if any.
   std::optional<std::uint32_t> next_ready();
   // Sums chunk `chunk` by source rank (never arrival order, so results do not change from run
-  // to run) into `own` (the staged own shard), over the contributions it has; closes the chunk.
-  ReducedChunk reduce(std::uint32_t chunk, float* own);
+  // to run), over the contributions it has, reading this rank's own contribution from `own`;
+  // writes the sum to `result` (what the all-gather sends read) and, unless null, to `output`
+  // too while it is hot; closes the chunk. `own` may be `result` or `output`: each block is read
+  // before it is written.
+  ReducedChunk reduce(std::uint32_t chunk, const float* own, float* result, float* output);
   // The chunks still open (the deadline closes them with what they have).
   std::vector<std::uint32_t> open_chunks() const;
   // Entries of the own shard still lacking a contribution (they are dropped if closed now).

@@ -62,6 +62,7 @@ CallStats TarCall::run() {
   const auto gather_deadline = after_us(gather_start, budget_.us[1]);
   if (st = run_all_gather(gather_start, gather_deadline); !st.ok()) return fail(st);
   if (st = finish_sends(gather_deadline); !st.ok()) return fail(st);
+  release_input();
   teach_deadlines(scatter_start, gather_start);
   if (!probe_) {
     stats_.dropped_entries = s_.ledger.dropped();
@@ -113,7 +114,7 @@ Status TarCall::run_all_gather(Clock::time_point gather_start, Clock::time_point
     if (!stats_.fill_agreed) ++s_.agreed.fill_agreement_incomplete;
   }
   serving_resends_ = false;
-  if (!s_.gather.complete()) s_.gather.fill_missing(gather_target(), s_.options.fill, staging_->data.data(), s_.ledger);
+  if (!s_.gather.complete()) s_.gather.fill_missing(gather_target(), s_.options.fill, scatter_source_, s_.ledger);
   if (transformed_) s_.hadamard.finish();
   stats_.phase_us[1] = us_since(gather_start);
   return {};
@@ -161,22 +162,46 @@ void TarCall::begin(StagingBuffer& staging) {
 void TarCall::stage_input() {
   const float* input = request_.input;
   float* staged = staging_->data.data();
-  scatter_source_ = staged;
   if (transformed_) {
     // Each shard encoded on its own, so a shard can be decoded as soon as it is complete and a
     // lost chunk spreads over that shard's blocks.
     s_.hadamard.begin(s_.layout, s_.comm_id, s_.epoch, input, staged, request_.output, s_.send_order);
-  } else if (bounded()) {
-    // Sends may outlive a bounded call: they read a staged copy, never the caller's buffer.
-    if (request_.count) std::memcpy(staged, input, request_.count * sizeof(float));
-  } else {
-    // An exact call returns only once every peer has all its data, so its scatter sends can read
-    // the caller's input directly; only the own shard, which becomes the reduced result, is staged.
-    const std::uint64_t own = s_.layout.shard_begin(s_.rank);
-    if (const std::uint64_t own_size = s_.layout.shard_size(s_.rank))
-      std::memcpy(staged + own, input + own, own_size * sizeof(float));
-    scatter_source_ = input;
+    scatter_source_ = own_source_ = staged;
+    return;
   }
+  // The own shard is never sent as it is: the reduce reads it from the caller's input and writes
+  // the sum (which the all-gather sends read, and which outlives the call) to the staging buffer.
+  own_source_ = input;
+  scatter_source_ = input;
+  if (!bounded() || transport_.traits().can_abandon_sends) return;
+  // A bounded call can return with its sends still queued behind a stalled stream, which this
+  // transport cannot cancel: they read a staged copy of the other shards, never the caller's
+  // buffer. (An exact call returns only once every peer has all its data; a transport that can
+  // abandon its sends drops those still reading the input when the call returns: release_input.)
+  const std::uint64_t own_begin = s_.layout.shard_begin(s_.rank), own_end = own_begin + s_.layout.shard_size(s_.rank);
+  if (own_begin) std::memcpy(staged, input, own_begin * sizeof(float));
+  if (request_.count > own_end) std::memcpy(staged + own_end, input + own_end, (request_.count - own_end) * sizeof(float));
+  scatter_source_ = staged;
+}
+
+void TarCall::release_input() {
+  if (scatter_source_ != request_.input || !transport_.traits().can_abandon_sends) return;
+  bool queued = false;
+  for (int p = 0; p < s_.ranks; ++p) queued = queued || (p != s_.rank && transport_.sends_in_flight(p) != 0);
+  if (!queued) return;
+  // The caller's buffer is theirs again once this returns. Whatever is still queued by now goes
+  // to a peer that has told this rank it is done or is past this call's deadline: dropped.
+  if (transport_.abandon_queued_sends()) return;
+  // Sends the transport has handed on but not completed: they complete without the peer.
+  const auto until = after_us(Clock::now(), kReleaseWaitUs);
+  auto handler = [this](const InboundMessage& m) { handle(m); };
+  while (!transport_.abandon_queued_sends())
+    if (Clock::now() >= until) {
+      OR_LOG(error, "sends still read the caller's buffer as the call returns (the transport did not complete them)");
+      return;
+    } else {
+      (void)transport_.poll(until, handler);
+    }
 }
 
 PhaseDeadlines TarCall::budget() const {
@@ -327,8 +352,7 @@ void TarCall::reduce_ready() {
 void TarCall::reduce(std::uint32_t chunk) {
   if (transformed_) s_.hadamard.await_encoded(s_.rank);
   float* own = staging_->data.data();
-  const ReducedChunk r = s_.scatter.reduce(chunk, own);
-  if (!transformed_) std::memcpy(request_.output + r.extent.offset, own + r.extent.offset, r.extent.length * sizeof(float));
+  const ReducedChunk r = s_.scatter.reduce(chunk, own_source_, own, transformed_ ? nullptr : request_.output);
   if (r.partial) s_.ledger.drop(s_.ledger.global_chunk(s_.rank, chunk), r.extent.length);
   if (transformed_ && s_.scatter.complete()) s_.hadamard.shard_final(s_.rank);
   std::uint16_t flags = r.last ? WireHeader::kFlagLastSlice : 0;

@@ -79,6 +79,11 @@ class TarCall {
   void record_failure_view();
   void notify_failure(const std::vector<int>& ranks);
   void on_call_failed(const Inbound& in, const InboundMessage& message);
+  // At the call's end: no send may read the caller's input after it returns.
+  void release_input();
+  // How long release_input waits for sends a transport has handed on but not completed (they
+  // complete without the peer: a provider's own queue).
+  static constexpr double kReleaseWaitUs = 100e3;
   float* gather_target() const { return transformed_ ? staging_->data.data() : request_.output; }
   bool peers_served() const;
   // The first message of this call from a peer: it has entered the call.
@@ -104,7 +109,8 @@ class TarCall {
   const Clock::time_point start_;
   const Clock::time_point hard_deadline_;
   StagingBuffer* staging_ = nullptr;
-  const float* scatter_source_ = nullptr;  // staging, or the caller's input in exact calls
+  const float* scatter_source_ = nullptr;  // the caller's input, or a staged copy of it
+  const float* own_source_ = nullptr;      // where the reduce reads this rank's own shard
   bool transformed_ = false;
   std::uint32_t last_slices_ = 1;
   PhaseDeadlines budget_;

@@ -42,12 +42,10 @@ void TarCall::on_resend_request(const Inbound& in, const InboundMessage& message
   for (std::uint32_t c : s_.resends.decoded()) {
     if (!staging_->has_header_slot()) return;
     if (!gather) {
-      if (transformed_) {
-        s_.hadamard.await_encoded(peer);
-        // The peer's reduced chunk already overwrote this rank's staged contribution to it (and
-        // the peer has closed that chunk anyway).
-        if (s_.gather.has(peer, c)) continue;
-      }
+      if (transformed_) s_.hadamard.await_encoded(peer);
+      // The peer has closed that chunk, and its reduced chunk may have overwritten this rank's
+      // contribution to it (in the Hadamard domain's staging, or an in-place caller's buffer).
+      if (s_.gather.has(peer, c)) continue;
       if (!send(peer, MessageKind::scatter_chunk, s_.layout.chunk(peer, c), 0, scatter_source_).ok()) return;
     } else {
       // A chunk not reduced yet goes to the peer when it is.

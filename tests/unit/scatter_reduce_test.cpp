@@ -25,16 +25,21 @@ TEST(ScatterReduce, SumsInRankOrderWhateverTheArrivalOrder) {
   for (int order = 0; order < 2; ++order) {
     ScatterReduce phase;
     phase.begin(layout, 0, 1);
-    std::vector<float> own(12, by_rank[0]);
+    const std::vector<float> own(12, by_rank[0]);
+    std::vector<float> staged(12, -7.0f), output(12, -7.0f);
     const int arrival[2][2] = {{1, 2}, {2, 1}};
     for (int source : arrival[order])
       for (std::uint32_t c = 0; c < 2; ++c) ASSERT_EQ(phase.accept(source, c, holding(std::vector<float>(2, by_rank[source]))), Accepted::taken);
     while (auto c = phase.next_ready()) {
-      const ReducedChunk r = phase.reduce(*c, own.data());
+      const ReducedChunk r = phase.reduce(*c, own.data(), staged.data(), output.data());
       EXPECT_FALSE(r.partial);
     }
     EXPECT_TRUE(phase.complete());
-    results[order].assign(own.begin(), own.begin() + 4);
+    // The sum goes to the staged shard and the output alike; the own contribution is only read.
+    EXPECT_EQ(std::memcmp(staged.data(), output.data(), 12 * sizeof(float)), 0);
+    EXPECT_EQ(own, std::vector<float>(12, by_rank[0]));
+    EXPECT_EQ(output[4], -7.0f);  // another rank's shard: untouched
+    results[order].assign(output.begin(), output.begin() + 4);
   }
   EXPECT_EQ(std::memcmp(results[0].data(), results[1].data(), 4 * sizeof(float)), 0);
   EXPECT_EQ(results[0][0], (1e8f + 1.0f) + -1e8f);
@@ -49,7 +54,7 @@ TEST(ScatterReduce, APartialChunkSumsWhatCameAndLateDataIsRefused) {
   ASSERT_EQ(phase.accept(1, 0, holding({2.0f, 2.0f})), Accepted::duplicate);
   EXPECT_FALSE(phase.next_ready());
   ASSERT_EQ(phase.open_chunks(), std::vector<std::uint32_t>{0});
-  const ReducedChunk r = phase.reduce(0, own.data());  // the deadline: 2 of 4 contributions
+  const ReducedChunk r = phase.reduce(0, own.data(), own.data(), nullptr);  // the deadline: 2 of 4 contributions
   EXPECT_TRUE(r.partial);
   EXPECT_FLOAT_EQ(own[0], 1.0f + 2.0f) << "the missing contributions count as zero, never scaled up";
   EXPECT_EQ(phase.accept(2, 0, holding({5.0f, 5.0f})), Accepted::closed);
