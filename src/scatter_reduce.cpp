@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "optireduce/engine/float_sum.hpp"
+
 namespace optireduce {
 
 void ScatterReduce::begin(const ShardLayout& layout, int rank, std::uint32_t last_slices) {
@@ -66,8 +68,7 @@ ReducedChunk ScatterReduce::reduce(std::uint32_t chunk, const float* own, float*
       if (!has(p)) continue;
       const float* src = p == rank_ ? own_base + b : slots_.data() + (p < rank_ ? p : p - 1) * stride_ + rel + b;
       if (first) std::memcpy(acc, src, n * sizeof(float));
-      else
-        for (std::uint32_t i = 0; i < n; ++i) acc[i] += src[i];
+      else add_into(acc, src, n);
       first = false;
     }
     std::memcpy(result + e.offset + b, acc, n * sizeof(float));
