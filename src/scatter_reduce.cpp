@@ -17,6 +17,7 @@ void ScatterReduce::begin(const ShardLayout& layout, int rank, std::uint32_t las
   stride_ = layout.shard_size(rank);
   if (slots_.size() < stride_ * static_cast<std::uint64_t>(ranks_ - 1)) slots_.resize(stride_ * (ranks_ - 1));
   contributors_.assign(chunks_, 0);
+  sources_.reserve(static_cast<std::size_t>(ranks_));
   closed_.assign(chunks_, 0);
   seen_.assign(static_cast<std::size_t>(ranks_) * chunks_, 0);
   ready_.clear();
@@ -59,21 +60,10 @@ ReducedChunk ScatterReduce::reduce(std::uint32_t chunk, const float* own, float*
   // as zero. Scaling by N/k would be unbiased, but with mixed signs it amplifies what is left
   // (a +x whose -x partner is missing comes back N/k times); dropping never errs by more than
   // the missing data itself.
-  constexpr std::uint32_t kBlock = 1024;
-  float acc[kBlock];
-  for (std::uint32_t b = 0; b < e.length; b += kBlock) {
-    const std::uint32_t n = std::min(kBlock, e.length - b);
-    bool first = true;
-    for (int p = 0; p < ranks_; ++p) {
-      if (!has(p)) continue;
-      const float* src = p == rank_ ? own_base + b : slots_.data() + (p < rank_ ? p : p - 1) * stride_ + rel + b;
-      if (first) std::memcpy(acc, src, n * sizeof(float));
-      else add_into(acc, src, n);
-      first = false;
-    }
-    std::memcpy(result + e.offset + b, acc, n * sizeof(float));
-    if (output) std::memcpy(output + e.offset + b, acc, n * sizeof(float));
-  }
+  sources_.clear();
+  for (int p = 0; p < ranks_; ++p)
+    if (has(p)) sources_.push_back(p == rank_ ? own_base : slots_.data() + (p < rank_ ? p : p - 1) * stride_ + rel);
+  sum_in_order(sources_.data(), static_cast<int>(sources_.size()), result + e.offset, output ? output + e.offset : nullptr, e.length);
   closed_[chunk] = partial ? kClosedPartial : kClosedExact;
   ++reduced_;
   // Chunks are reduced in the order their contributions complete, so "last" are the last ones

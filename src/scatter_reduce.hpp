@@ -58,6 +58,7 @@ class ScatterReduce {
   std::uint32_t chunks_ = 0, reduced_ = 0, last_slices_ = 1;
   std::uint64_t stride_ = 0;                 // floats per source in slots_
   std::vector<float> slots_;                 // other ranks' contributions, one stride each
+  std::vector<const float*> sources_;        // the contributions a reduce sums, in rank order
   std::vector<std::uint32_t> contributors_;  // per own chunk: contributions in
   static constexpr std::uint8_t kClosedExact = 1, kClosedPartial = 2;
   std::vector<std::uint8_t> closed_;         // per own chunk: 0 open, else reduced (later contributions are stale)
