@@ -3,8 +3,8 @@
 namespace optireduce {
 
 bool StagingPool::is_free(const StagingBuffer& b, const Transport& transport) const {
-  // Sends to one peer complete in the order they were posted, so the sends that read `b` are
-  // done once at most the sends posted after them are still in flight.
+  // Data sends to one peer complete in the order they were posted, so the sends that read `b`
+  // are done once at most the sends posted after them are still in flight.
   for (int p = 0; p < ranks_; ++p)
     if (p != rank_ && posted_[p] - transport.sends_in_flight(p) < b.posted_until[p]) return false;
   return true;

@@ -43,7 +43,10 @@ class StagingPool {
                          const Wait& wait, Status& status);
   // Sizes the buffer for a call of `count` floats and `sends` sends; no allocation once warm.
   static void prepare(StagingBuffer& b, std::uint64_t count, std::size_t sends, int ranks);
-  // Counts a send posted to `peer` (whichever buffer it reads).
+  // Counts a data-lane send posted to `peer` (whichever buffer it reads). Only those: a datagram
+  // transport copies its control sends, so they complete at once and out of turn, and counting
+  // them would let a buffer look free while data sends queued before them still read it (UCX
+  // keeps one queue per peer, where a pending control send holds back the count: safe).
   void note_posted(int peer) { ++posted_[static_cast<std::size_t>(peer)]; }
   // At the end of a call: the buffer is free once the sends posted so far have completed.
   void seal(StagingBuffer& b) const { b.posted_until = posted_; }

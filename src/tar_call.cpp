@@ -234,7 +234,7 @@ Status TarCall::post(int peer, Lane lane, MessageKind kind, std::uint16_t flags,
   EncodedHeader header = staging_->next_header();
   encode(h, header);
   Status st = transport_.send(peer, lane, header, payload);
-  if (st.ok()) path_.staging.note_posted(peer);
+  if (st.ok() && lane == Lane::data) path_.staging.note_posted(peer);
   return st;
 }
 
@@ -381,7 +381,7 @@ bool TarCall::agree_on_fill() {
         h.length = static_cast<std::uint32_t>(piece.size());
         EncodedHeader header = staging_->next_header();
         encode(h, header);
-        if (transport_.send(peer, Lane::control, header, piece).ok()) path_.staging.note_posted(peer);
+        (void)transport_.send(peer, Lane::control, header, piece);
       });
     }
   // Every rank is at the end of its gather phase by now, or within a budget of it, or late
