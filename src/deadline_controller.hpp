@@ -79,7 +79,10 @@ class DeadlineController {
   static double grace_us(double phase_budget_us) { return kGraceShare * phase_budget_us; }
   // Over a datagram transport, a phase that asked its senders for lost chunks again waits this
   // long for them before it asks again, and after its last round before it closes (resend.hpp):
-  // a round trip and the resent data, on a host whose cores the ranks may share.
+  // a round trip and the resent data, on a host whose cores the ranks may share: the floor is a
+  // few of the scheduler's time slices, since a sender descheduled by a busy host answers only
+  // when it runs again (and a resend that comes ends the wait at once: the floor costs only
+  // where the resent data is lost again).
   static double resend_wait_us(double phase_budget_us) { return std::max(kResendFloorUs, kResendShare * phase_budget_us); }
   // At a phase's deadline the phase keeps waiting while data still comes: it closes once nothing
   // arrived for this long (a busy CPU delays data; only a quiet network has lost it), and at the
@@ -113,7 +116,7 @@ class DeadlineController {
  private:
   static constexpr double kGraceShare = 0.05;
   static constexpr double kResendShare = 0.10;
-  static constexpr double kResendFloorUs = 1000;
+  static constexpr double kResendFloorUs = 3000;
   // Longer than a scheduler's time slice on an oversubscribed node: a peer that was descheduled
   // is not a lost message.
   static constexpr double kQuietFloorUs = 10000;
