@@ -80,9 +80,8 @@ PhaseDeadlines DeadlineController::bounded_budget(unsigned cls) const {
   }
   const ClassState& s = it->second;
   for (std::size_t p = 0; p < kTarPhases; ++p) {
-    const double estimate = s.recent[p].empty()
-                                ? s.bound[p]
-                                : percentile(std::vector<double>(s.recent[p].begin(), s.recent[p].end()), 0.5);
+    scratch_.assign(s.recent[p].begin(), s.recent[p].end());
+    const double estimate = scratch_.empty() ? s.bound[p] : percentile_in_place(scratch_, 0.5);
     const double ceiling = std::min(options_.cap_us, options_.ceiling_factor * s.bound[p]);
     d.us[p] = std::clamp(options_.margin * estimate, std::min(options_.floor_fraction * s.bound[p], ceiling), ceiling);
   }
@@ -132,11 +131,11 @@ void PhaseStamps::note(std::uint32_t source, float scatter_stamp, float gather_s
   }
 }
 
-PhaseTimes PhaseStamps::medians() const {
+PhaseTimes PhaseStamps::medians() {
   PhaseTimes out{};
   for (std::size_t p = 0; p < kTarPhases; ++p) {
     if (stamps_[p].empty()) continue;
-    std::vector<float> v = stamps_[p];
+    std::vector<float>& v = stamps_[p];
     std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
     out[p] = v[v.size() / 2];
   }

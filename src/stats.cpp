@@ -23,7 +23,9 @@ const char* to_string(PassReason reason) {
   return "?";
 }
 
-double percentile(std::vector<double> samples, double q) {
+double percentile(std::vector<double> samples, double q) { return percentile_in_place(samples, q); }
+
+double percentile_in_place(std::span<double> samples, double q) {
   if (samples.empty()) return 0.0;
   const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(samples.size())));
   const std::size_t index = std::min(samples.size() - 1, rank == 0 ? 0 : rank - 1);

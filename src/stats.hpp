@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <span>
 #include <vector>
 
 namespace optireduce {
@@ -78,6 +79,8 @@ struct StatsSnapshot {
 
 // Nearest-rank percentile (q in [0, 1]) of unsorted samples; 0 for none.
 double percentile(std::vector<double> samples, double q);
+// The same over `samples` itself, which it reorders (no copy: for the per-call paths).
+double percentile_in_place(std::span<double> samples, double q);
 
 // A uniform sample of everything offered (reservoir sampling) of at most `limit` values, so memory
 // stays flat however long the job runs, and the exact maximum.
