@@ -122,6 +122,7 @@ void Ghash::begin() {
 }
 
 OR_GHASH_TARGET void Ghash::update(std::span<const std::byte> data) {
+  if (data.empty()) return;  // (an empty span's pointer may be null, which memcpy must not get)
   const auto* p = reinterpret_cast<const std::uint8_t*>(data.data());
   std::size_t n = data.size();
   total_ += n;
