@@ -131,6 +131,7 @@ void TarCall::begin(StagingBuffer& staging) {
   s_.layout = ShardLayout(count, s_.ranks, chunk_elems);
   s_.largest_call_bytes = std::max<std::size_t>(s_.largest_call_bytes, count * sizeof(float));
   last_slices_ = traits.ordered ? kLastSlicesInOrder : kLastSlicesDatagrams;
+  abandons_sends_ = traits.can_abandon_sends;
   s_.scatter.begin(s_.layout, s_.rank, last_slices_);
   s_.gather.begin(s_.layout, s_.rank);
   s_.ledger.begin(s_.layout);
@@ -173,7 +174,7 @@ void TarCall::stage_input() {
   // the sum (which the all-gather sends read, and which outlives the call) to the staging buffer.
   own_source_ = input;
   scatter_source_ = input;
-  if (!bounded() || transport_.traits().can_abandon_sends) return;
+  if (!bounded() || abandons_sends_) return;
   // A bounded call can return with its sends still queued behind a stalled stream, which this
   // transport cannot cancel: they read a staged copy of the other shards, never the caller's
   // buffer. (An exact call returns only once every peer has all its data; a transport that can
@@ -185,23 +186,22 @@ void TarCall::stage_input() {
 }
 
 void TarCall::release_input() {
-  if (scatter_source_ != request_.input || !transport_.traits().can_abandon_sends) return;
+  if (scatter_source_ != request_.input || !abandons_sends_) return;
   bool queued = false;
   for (int p = 0; p < s_.ranks; ++p) queued = queued || (p != s_.rank && transport_.sends_in_flight(p) != 0);
   if (!queued) return;
   // The caller's buffer is theirs again once this returns. Whatever is still queued by now goes
-  // to a peer that has told this rank it is done or is past this call's deadline: dropped.
-  if (transport_.abandon_queued_sends()) return;
-  // Sends the transport has handed on but not completed: they complete without the peer.
+  // to a peer that has told this rank it is done or is past this call's deadline: dropped. Sends
+  // the transport has handed on but not completed complete without the peer: polled for.
   const auto until = after_us(Clock::now(), kReleaseWaitUs);
   auto handler = [this](const InboundMessage& m) { handle(m); };
-  while (!transport_.abandon_queued_sends())
+  while (!transport_.abandon_queued_sends()) {
     if (Clock::now() >= until) {
       OR_LOG(error, "sends still read the caller's buffer as the call returns (the transport did not complete them)");
       return;
-    } else {
-      (void)transport_.poll(until, handler);
     }
+    (void)transport_.poll(until, handler);
+  }
 }
 
 PhaseDeadlines TarCall::budget() const {

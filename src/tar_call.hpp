@@ -113,6 +113,7 @@ class TarCall {
   const float* own_source_ = nullptr;      // where the reduce reads this rank's own shard
   bool transformed_ = false;
   std::uint32_t last_slices_ = 1;
+  bool abandons_sends_ = false;  // the transport's can_abandon_sends, read once per call
   PhaseDeadlines budget_;
   Clock::time_point scatter_closed_{};
   Clock::time_point last_arrival_ = Clock::now();  // of any chunk of this call
