@@ -22,8 +22,9 @@ UcxTransport::~UcxTransport() { close(); }
 
 void UcxTransport::close() {
   if (!worker_) return;
-  OR_LOG(debug, "UCX transport closing: %llu messages received, %llu of them by rendezvous",
-         static_cast<unsigned long long>(counters_.messages_received), static_cast<unsigned long long>(received_rendezvous_));
+  OR_LOG(debug, "UCX transport closing: %llu messages received, %llu of them by rendezvous, %llu from UCX's receive buffer",
+         static_cast<unsigned long long>(counters_.messages_received), static_cast<unsigned long long>(received_rendezvous_),
+         static_cast<unsigned long long>(delivered_));
   // Flush what we sent, bounded, then close without a handshake that could wait on a dead peer.
   const auto deadline = Clock::now() + kCloseTimeout;
   ucp_request_param_t param{};
@@ -72,7 +73,7 @@ Status UcxTransport::start(const UcxSettings& settings) {
     h.id = id;
     h.cb = cb;
     h.arg = this;
-    h.flags = UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTENT_DATA;
+    h.flags = UCP_AM_FLAG_WHOLE_MSG;
     st = ucp_worker_set_am_recv_handler(worker_, &h);
     OR_CHECK(st == UCS_OK, unavailable, std::string("ucp_worker_set_am_recv_handler: ") + ucs_status_string(st));
   }
@@ -119,10 +120,32 @@ ucs_status_t UcxTransport::on_data(void* arg, const void* header, std::size_t he
     self->inbox_.push_back(std::move(a));
     return UCS_INPROGRESS;
   }
+  // UCX lends this payload only until the callback returns. Inside poll(), with nothing queued
+  // before it from any peer (order is kept), the engine takes it from UCX's own receive buffer
+  // now; otherwise it is copied and waits for the next poll().
+  if (self->delivers_in_callback()) {
+    self->deliver_in_callback(source, {h, header_length}, {static_cast<const std::byte*>(data), length});
+    return UCS_OK;
+  }
   const auto* d = static_cast<const std::byte*>(data);
   a.copy.assign(d, d + length);
   self->inbox_.push_back(std::move(a));
   return UCS_OK;
+}
+
+void UcxTransport::deliver_in_callback(int source, std::span<const std::byte> header, std::span<const std::byte> payload) {
+  InboundMessage m;
+  m.source = source;
+  m.header = header;
+  m.payload_size = payload.size();
+  m.payload = payload;
+  m.arrived = Clock::now();
+  ++counters_.messages_received;
+  counters_.bytes_received += header.size() + payload.size();
+  delivering_ = in_callback_ = true;
+  (*handler_)(m);
+  delivering_ = in_callback_ = false;
+  ++delivered_;
 }
 
 ucs_status_t UcxTransport::on_hello(void* arg, const void* header, std::size_t header_length, void*, std::size_t,
@@ -204,7 +227,13 @@ Status UcxTransport::connect(int self_rank, const std::vector<std::vector<std::b
 }
 
 Status UcxTransport::send(int peer, Lane, std::span<const std::byte> header, std::span<const std::byte> payload) {
-  OR_RETURN_IF_ERROR(post(peer, kDataAmId, header, payload));
+  if (in_callback_) {
+    OR_CHECK(!failed_, peer, "a UCX endpoint failed");
+    deferred_.push_back({peer, header, payload});
+    ++in_flight_[peer];
+  } else {
+    OR_RETURN_IF_ERROR(post(peer, kDataAmId, header, payload));
+  }
   ++counters_.messages_sent;
   counters_.bytes_sent += header.size() + payload.size();
   return {};
@@ -230,15 +259,30 @@ Status UcxTransport::post(int peer, unsigned am_id, std::span<const std::byte> h
   return {};
 }
 
+unsigned UcxTransport::progress_once() {
+  const unsigned events = ucp_worker_progress(worker_);
+  if (!deferred_.empty()) post_deferred();
+  return events;
+}
+
+void UcxTransport::post_deferred() {
+  // post() never progresses the worker, so nothing is deferred while this runs.
+  for (const DeferredSend& d : deferred_) {
+    --in_flight_[d.peer];  // post() counts it again if UCX keeps the buffers
+    if (!post(d.peer, kDataAmId, d.header, d.payload).ok()) OR_LOG(debug, "a deferred send to rank %d failed", d.peer);
+  }
+  deferred_.clear();
+}
+
 void UcxTransport::progress_all() {
-  while (ucp_worker_progress(worker_) != 0) {
+  while (progress_once() != 0) {
   }
 }
 
 void UcxTransport::wait_for_events(Clock::time_point deadline) {
   const auto spin_until = std::min(deadline, Clock::now() + kSpinBeforeBlock);
   while (Clock::now() < spin_until) {
-    if (ucp_worker_progress(worker_) != 0) return;
+    if (progress_once() != 0) return;
     sched_yield();
   }
   if (event_fd_ < 0) return;
@@ -264,12 +308,14 @@ void UcxTransport::deliver(Arrived& a, const std::function<void(const InboundMes
   }
   ++counters_.messages_received;
   counters_.bytes_received += a.header.size() + a.length;
+  delivering_ = true;
   on_message(m);
   // Not fetched: the engine refused it; releasing a rendezvous descriptor tells the sender.
   if (a.ucx_data && !a.fetched) {
     ucp_am_data_release(worker_, a.ucx_data);
     if (a.rendezvous) push_out(a.source);
   }
+  delivering_ = false;
 }
 
 Status UcxTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
@@ -284,7 +330,13 @@ Status UcxTransport::poll(Clock::time_point deadline, const std::function<void(c
   // returns. Returning only for messages deadlocked exact calls: a rank whose last sends of the
   // previous call completed inside this poll, after every peer had already sent it all it would
   // send before hearing from it, slept here until the watchdog (mpi.buckets.np3).
-  const std::uint64_t completed_at_entry = sends_completed_;
+  const std::uint64_t completed_at_entry = sends_completed_, delivered_at_entry = delivered_;
+  OR_CHECK(!in_callback_, invalid, "UcxTransport::poll called while a message is being delivered");
+  handler_ = &on_message;
+  struct Reset {
+    const std::function<void(const InboundMessage&)>*& handler;
+    ~Reset() { handler = nullptr; }
+  } reset{handler_};
   for (;;) {
     progress_all();
     if (!inbox_.empty()) {
@@ -298,7 +350,7 @@ Status UcxTransport::poll(Clock::time_point deadline, const std::function<void(c
       return {};
     }
     OR_CHECK(!failed_, peer, "a UCX endpoint failed");
-    if (sends_completed_ != completed_at_entry) return {};
+    if (sends_completed_ != completed_at_entry || delivered_ != delivered_at_entry) return {};
     if (Clock::now() >= deadline) return Timeout("nothing arrived");
     wait_for_events(deadline);
   }

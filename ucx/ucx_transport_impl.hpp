@@ -60,6 +60,13 @@ class UcxTransport final : public Transport {
     UcxTransport* self;
     int peer;
   };
+  // A send the engine made while a message was delivered from inside a UCX callback, where UCX
+  // must not be entered again: posted once progress has returned. Counted in in_flight_ from the
+  // start, so the engine keeps its buffers as it would for a posted send.
+  struct DeferredSend {
+    int peer;
+    std::span<const std::byte> header, payload;
+  };
 
   static ucs_status_t on_data(void* arg, const void* header, std::size_t header_length, void* data,
                               std::size_t length, const ucp_am_recv_param_t* param);
@@ -71,6 +78,10 @@ class UcxTransport final : public Transport {
   int rank_of(ucp_ep_h ep) const;
   Status post(int peer, unsigned am_id, std::span<const std::byte> header, std::span<const std::byte> payload);
   void deliver(Arrived& a, const std::function<void(const InboundMessage&)>& on_message);
+  bool delivers_in_callback() const { return handler_ && !delivering_ && inbox_.empty(); }
+  void deliver_in_callback(int source, std::span<const std::byte> header, std::span<const std::byte> payload);
+  unsigned progress_once();
+  void post_deferred();
   bool fetch(Arrived& a, std::span<std::byte> dst);
   void push_out(int peer);
   void progress_all();
@@ -100,6 +111,14 @@ class UcxTransport final : public Transport {
   // until its timeout.
   bool eager_sends_ = true;
   TransportCounters counters_;
+  // While poll() runs: where a message that UCX can lend only for its callback is delivered at
+  // once, instead of being copied for delivery after the callback (the copy of every eager
+  // payload that fits one tcp segment).
+  const std::function<void(const InboundMessage&)>* handler_ = nullptr;
+  bool delivering_ = false;         // the engine is handling a message: deliver nothing inside it
+  bool in_callback_ = false;        // sends now are deferred
+  std::uint64_t delivered_ = 0;     // messages delivered from callbacks: poll() returns when it moves
+  std::vector<DeferredSend> deferred_;
 };
 
 }  // namespace optireduce::ucx::detail
