@@ -174,15 +174,16 @@ void TarCall::stage_input() {
   // the sum (which the all-gather sends read, and which outlives the call) to the staging buffer.
   own_source_ = input;
   scatter_source_ = input;
+  stages_each_send_ = false;
   if (!bounded() || abandons_sends_) return;
   // A bounded call can return with its sends still queued behind a stalled stream, which this
   // transport cannot cancel: they read a staged copy of the other shards, never the caller's
   // buffer. (An exact call returns only once every peer has all its data; a transport that can
   // abandon its sends drops those still reading the input when the call returns: release_input.)
-  const std::uint64_t own_begin = s_.layout.shard_begin(s_.rank), own_end = own_begin + s_.layout.shard_size(s_.rank);
-  if (own_begin) std::memcpy(staged, input, own_begin * sizeof(float));
-  if (request_.count > own_end) std::memcpy(staged + own_end, input + own_end, (request_.count - own_end) * sizeof(float));
+  // Each chunk is copied just before its send (send_scatter), so the first sends leave at once
+  // and the transport reads the copy while it is still in the cache.
   scatter_source_ = staged;
+  stages_each_send_ = true;
 }
 
 void TarCall::release_input() {
@@ -245,8 +246,10 @@ Status TarCall::send_scatter() {
   // Take in what arrived after each round of slices (one to every peer).
   for_each_scatter_send(s_.layout, s_.rank, last_slices_, [&](const ScheduledSend& send_to) {
     if (transformed_) s_.hadamard.await_encoded(send_to.peer);
-    st = send(send_to.peer, MessageKind::scatter_chunk, s_.layout.chunk(send_to.peer, send_to.chunk),
-              send_to.last_slice ? WireHeader::kFlagLastSlice : 0, scatter_source_);
+    const Extent e = s_.layout.chunk(send_to.peer, send_to.chunk);
+    if (stages_each_send_ && e.length)
+      std::memcpy(staging_->data.data() + e.offset, request_.input + e.offset, e.length * sizeof(float));
+    st = send(send_to.peer, MessageKind::scatter_chunk, e, send_to.last_slice ? WireHeader::kFlagLastSlice : 0, scatter_source_);
     if (st.ok() && ++sent % static_cast<std::size_t>(s_.ranks - 1) == 0) {
       Status polled = transport_.poll(Clock::time_point::min(), handler);
       if (!polled.ok() && polled.code() != StatusCode::timeout) st = polled;

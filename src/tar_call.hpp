@@ -114,6 +114,7 @@ class TarCall {
   bool transformed_ = false;
   std::uint32_t last_slices_ = 1;
   bool abandons_sends_ = false;  // the transport's can_abandon_sends, read once per call
+  bool stages_each_send_ = false;  // scatter sends read a copy made just before each one
   PhaseDeadlines budget_;
   Clock::time_point scatter_closed_{};
   Clock::time_point last_arrival_ = Clock::now();  // of any chunk of this call
