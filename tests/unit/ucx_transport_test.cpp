@@ -179,5 +179,63 @@ TEST(UcxTransport, ARendezvousSendCompletesOnceTheReceiverTookItAndStopped) {
   }
 }
 
+// Messages of one peer reach the handler in the order they were sent, whether UCX lends them
+// only for its callback (delivered inside it) or keeps them (queued), and the handler may send
+// from inside a delivery (the send waits until UCX's progress has returned). Over shared memory
+// and over tcp.
+TEST(UcxTransport, MessagesKeepTheirOrderAndTheHandlerMaySendWhileDelivering) {
+  for (const char* tls : {"", "tcp"}) {
+    if (*tls) {
+      ASSERT_EQ(setenv("OPTIREDUCE_UCX_TLS", tls, 1), 0);
+    }
+    Pair p = connected_pair();
+    unsetenv("OPTIREDUCE_UCX_TLS");
+    ASSERT_EQ(p.t.size(), 2u);
+    constexpr int kMessages = 40;
+    const std::size_t sizes[] = {100, 300000, 4096, 2u << 20, 0};
+    std::vector<std::vector<std::byte>> headers(kMessages), payloads(kMessages), replies(kMessages);
+    for (int i = 0; i < kMessages; ++i) {
+      headers[i].assign(56, std::byte{0});
+      std::memcpy(headers[i].data(), &i, sizeof i);
+      payloads[i].resize(sizes[i % 5]);
+      for (std::size_t b = 0; b < payloads[i].size(); ++b) payloads[i][b] = static_cast<std::byte>(b * 13 + i);
+      replies[i] = headers[i];
+      ASSERT_TRUE(p.t[0]->send(1, Lane::data, headers[i], payloads[i]).ok());
+    }
+    int next = 0, replied = 0;
+    const auto deadline = Clock::now() + std::chrono::seconds(30);
+    while ((next < kMessages || replied < kMessages) && Clock::now() < deadline) {
+      (void)p.t[0]->poll(Clock::now() + std::chrono::milliseconds(1), [&](const InboundMessage& m) {
+        int index = -1;
+        ASSERT_EQ(m.header.size(), 56u);
+        std::memcpy(&index, m.header.data(), sizeof index);
+        EXPECT_EQ(index, replied) << "replies out of order (" << tls << ")";
+        EXPECT_EQ(m.source, 1);
+        ++replied;
+      });
+      (void)p.t[1]->poll(Clock::now() + std::chrono::milliseconds(1), [&](const InboundMessage& m) {
+        int index = -1;
+        ASSERT_EQ(m.header.size(), 56u);
+        std::memcpy(&index, m.header.data(), sizeof index);
+        ASSERT_EQ(index, next) << "messages out of order (" << tls << ")";
+        std::vector<std::byte> into(m.payload_size);
+        ASSERT_TRUE(m.copy_payload(into));
+        EXPECT_EQ(into, payloads[index]) << "message " << index << " (" << tls << ")";
+        ++next;
+        // Answered at once, from inside the delivery; the reply stays alive until it is sent.
+        EXPECT_TRUE(p.t[1]->send(0, Lane::control, replies[index], {}).ok());
+      });
+    }
+    EXPECT_EQ(next, kMessages) << tls;
+    EXPECT_EQ(replied, kMessages) << tls;
+    while ((p.t[0]->sends_in_flight(1) || p.t[1]->sends_in_flight(0)) && Clock::now() < deadline) {
+      (void)p.t[0]->poll(Clock::now() + std::chrono::milliseconds(1), [](const InboundMessage&) {});
+      (void)p.t[1]->poll(Clock::now() + std::chrono::milliseconds(1), [](const InboundMessage&) {});
+    }
+    EXPECT_EQ(p.t[0]->sends_in_flight(1), 0u);
+    EXPECT_EQ(p.t[1]->sends_in_flight(0), 0u);
+  }
+}
+
 }  // namespace
 }  // namespace optireduce
