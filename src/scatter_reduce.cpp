@@ -1,6 +1,7 @@
 #include "optireduce/engine/scatter_reduce.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "optireduce/engine/float_sum.hpp"
@@ -43,6 +44,20 @@ Accepted ScatterReduce::accept(int source, std::uint32_t chunk, const InboundMes
   return Accepted::taken;
 }
 
+const float* ScatterReduce::take_last_in_place(int source, std::uint32_t chunk, const InboundMessage& message) {
+  auto& seen = seen_[static_cast<std::size_t>(source) * chunks_ + chunk];
+  if (seen || closed_[chunk] || contributors_[chunk] + 2 != static_cast<std::uint32_t>(ranks_)) return nullptr;
+  const Extent e = layout_.chunk(rank_, chunk);
+  if (!message.payload_held || message.payload.size() != e.length * sizeof(float) || message.payload_size != message.payload.size() ||
+      reinterpret_cast<std::uintptr_t>(message.payload.data()) % alignof(float) != 0)
+    return nullptr;
+  seen = 1;
+  ++received_;
+  last_arrival_ = Clock::now();
+  ++contributors_[chunk];
+  return reinterpret_cast<const float*>(message.payload.data());
+}
+
 std::optional<std::uint32_t> ScatterReduce::next_ready() {
   if (ready_.empty()) return std::nullopt;
   const std::uint32_t c = ready_.back();
@@ -50,7 +65,8 @@ std::optional<std::uint32_t> ScatterReduce::next_ready() {
   return c;
 }
 
-ReducedChunk ScatterReduce::reduce(std::uint32_t chunk, const float* own, float* result, float* output) {
+ReducedChunk ScatterReduce::reduce(std::uint32_t chunk, const float* own, float* result, float* output, int lent_source,
+                                   const float* lent) {
   const Extent e = layout_.chunk(rank_, chunk);
   const std::uint64_t rel = e.offset - layout_.shard_begin(rank_);
   const float* own_base = own + e.offset;
@@ -62,7 +78,10 @@ ReducedChunk ScatterReduce::reduce(std::uint32_t chunk, const float* own, float*
   // the missing data itself.
   sources_.clear();
   for (int p = 0; p < ranks_; ++p)
-    if (has(p)) sources_.push_back(p == rank_ ? own_base : slots_.data() + (p < rank_ ? p : p - 1) * stride_ + rel);
+    if (has(p))
+      sources_.push_back(p == rank_         ? own_base
+                         : p == lent_source ? lent
+                                            : slots_.data() + (p < rank_ ? p : p - 1) * stride_ + rel);
   sum_in_order(sources_.data(), static_cast<int>(sources_.size()), result + e.offset, output ? output + e.offset : nullptr, e.length);
   closed_[chunk] = partial ? kClosedPartial : kClosedExact;
   ++reduced_;

@@ -26,6 +26,10 @@ class ScatterReduce {
 
   // A contribution of `source` to own chunk `chunk` (validated by the caller).
   Accepted accept(int source, std::uint32_t chunk, const InboundMessage& message);
+  // The contribution of `source` to `chunk` where the transport holds `message` in memory and it
+  // is the last one the chunk lacks: taken without a copy (counted as accept() counts it), the
+  // floats to hand to reduce() at once, during the callback. Null where that does not hold.
+  const float* take_last_in_place(int source, std::uint32_t chunk, const InboundMessage& message);
   // A chunk whose contributions are all in, if any.
   std::optional<std::uint32_t> next_ready();
   // Sums chunk `chunk` by source rank (never arrival order, so results do not change from run
@@ -33,7 +37,9 @@ class ScatterReduce {
   // writes the sum to `result` (what the all-gather sends read) and, unless null, to `output`
   // too while it is hot; closes the chunk. `own` may be `result` or `output`: each block is read
   // before it is written.
-  ReducedChunk reduce(std::uint32_t chunk, const float* own, float* result, float* output);
+  // `lent`, unless null, is where `lent_source`'s contribution is (take_last_in_place).
+  ReducedChunk reduce(std::uint32_t chunk, const float* own, float* result, float* output, int lent_source = -1,
+                      const float* lent = nullptr);
   // The chunks still open (the deadline closes them with what they have).
   std::vector<std::uint32_t> open_chunks() const;
   // Entries of the own shard still lacking a contribution (they are dropped if closed now).

@@ -352,14 +352,15 @@ void TarCall::reduce_ready() {
   while (auto c = s_.scatter.next_ready()) reduce(*c);
 }
 
-void TarCall::reduce(std::uint32_t chunk) {
+void TarCall::reduce(std::uint32_t chunk, int lent_source, const float* lent) {
   if (transformed_) s_.hadamard.await_encoded(s_.rank);
   // The all-gather sends read the sum. A bounded call may return with them still queued or asked
   // for again, and then it must not be the caller's output: it goes to the staging buffer (and
   // to the output in the same pass). An exact call returns once every peer has it all.
   const bool sum_in_output = !bounded() && !transformed_;
   float* own = sum_in_output ? request_.output : staging_->data.data();
-  const ReducedChunk r = s_.scatter.reduce(chunk, own_source_, own, transformed_ || sum_in_output ? nullptr : request_.output);
+  const ReducedChunk r =
+      s_.scatter.reduce(chunk, own_source_, own, transformed_ || sum_in_output ? nullptr : request_.output, lent_source, lent);
   if (r.partial) s_.ledger.drop(s_.ledger.global_chunk(s_.rank, chunk), r.extent.length);
   if (transformed_ && s_.scatter.complete()) s_.hadamard.shard_final(s_.rank);
   std::uint16_t flags = r.last ? WireHeader::kFlagLastSlice : 0;
