@@ -2,6 +2,7 @@
 // the scale of a partial chunk.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -43,6 +44,41 @@ TEST(ScatterReduce, SumsInRankOrderWhateverTheArrivalOrder) {
   }
   EXPECT_EQ(std::memcmp(results[0].data(), results[1].data(), 4 * sizeof(float)), 0);
   EXPECT_EQ(results[0][0], (1e8f + 1.0f) + -1e8f);
+}
+
+// The last contribution of a chunk is summed from where the transport holds it: the same bits as
+// through a slot (the sum is still by rank), and only where it is the last, whole and aligned.
+TEST(ScatterReduce, TheLastContributionIsSummedWhereItIsHeldInRankOrder) {
+  const ShardLayout layout(12, 3, 2);  // shards of 4, chunks of 2
+  const float by_rank[3] = {1e8f, 1.0f, -1e8f};
+  for (int last : {1, 2}) {
+    ScatterReduce phase;
+    phase.begin(layout, 0, 1);
+    const std::vector<float> own(12, by_rank[0]);
+    std::vector<float> output(12, -7.0f);
+    const int first = 3 - last;
+    const std::vector<float> held(2, by_rank[last]);
+    // Not the last yet: nothing is taken in place.
+    EXPECT_EQ(phase.take_last_in_place(last, 0, holding(held)), nullptr);
+    ASSERT_EQ(phase.accept(first, 0, holding(std::vector<float>(2, by_rank[first]))), Accepted::taken);
+    // The wrong size, or a payload not aligned for floats: copied instead.
+    EXPECT_EQ(phase.take_last_in_place(last, 0, holding(std::vector<float>(1, by_rank[last]))), nullptr);
+    std::vector<std::byte> misaligned(2 * sizeof(float) + 1);
+    InboundMessage odd;
+    odd.payload = std::span<const std::byte>(misaligned).subspan(1);
+    odd.payload_size = odd.payload.size();
+    ASSERT_NE(reinterpret_cast<std::uintptr_t>(odd.payload.data()) % alignof(float), 0u);  // new[] aligns the vector
+    EXPECT_EQ(phase.take_last_in_place(last, 0, odd), nullptr);
+    const float* lent = phase.take_last_in_place(last, 0, holding(held));
+    ASSERT_EQ(lent, held.data());
+    EXPECT_FALSE(phase.next_ready()) << "a chunk taken in place is reduced by the caller at once";
+    EXPECT_EQ(phase.accept(last, 0, holding(held)), Accepted::duplicate);
+    const ReducedChunk r = phase.reduce(0, own.data(), output.data(), nullptr, last, lent);
+    EXPECT_FALSE(r.partial);
+    EXPECT_EQ(output[0], (1e8f + 1.0f) + -1e8f) << "by rank, wherever the last contribution was";
+    EXPECT_EQ(output[1], output[0]);
+    EXPECT_EQ(output[2], -7.0f);  // the shard's other chunk: not reduced yet
+  }
 }
 
 TEST(ScatterReduce, APartialChunkSumsWhatCameAndLateDataIsRefused) {
