@@ -37,11 +37,15 @@ Accepted ScatterReduce::accept(int source, std::uint32_t chunk, const InboundMes
   const int slot = source < rank_ ? source : source - 1;
   float* dst = slots_.data() + slot * stride_ + (e.offset - layout_.shard_begin(rank_));
   if (!message.copy_payload({reinterpret_cast<std::byte*>(dst), e.length * sizeof(float)})) return Accepted::unreadable;
+  if (count_in(seen, chunk)) ready_.push_back(chunk);
+  return Accepted::taken;
+}
+
+bool ScatterReduce::count_in(std::uint8_t& seen, std::uint32_t chunk) {
   seen = 1;
   ++received_;
   last_arrival_ = Clock::now();
-  if (++contributors_[chunk] == static_cast<std::uint32_t>(ranks_ - 1)) ready_.push_back(chunk);
-  return Accepted::taken;
+  return ++contributors_[chunk] == static_cast<std::uint32_t>(ranks_ - 1);
 }
 
 const float* ScatterReduce::take_last_in_place(int source, std::uint32_t chunk, const InboundMessage& message) {
@@ -51,10 +55,7 @@ const float* ScatterReduce::take_last_in_place(int source, std::uint32_t chunk, 
   if (!message.payload_held || message.payload.size() != e.length * sizeof(float) || message.payload_size != message.payload.size() ||
       reinterpret_cast<std::uintptr_t>(message.payload.data()) % alignof(float) != 0)
     return nullptr;
-  seen = 1;
-  ++received_;
-  last_arrival_ = Clock::now();
-  ++contributors_[chunk];
+  (void)count_in(seen, chunk);  // the last: complete, reduced by the caller rather than queued
   return reinterpret_cast<const float*>(message.payload.data());
 }
 

@@ -59,6 +59,9 @@ class ScatterReduce {
   std::size_t buffer_bytes() const { return slots_.capacity() * sizeof(float); }
 
  private:
+  // Counts a contribution in; true when it completes its chunk.
+  bool count_in(std::uint8_t& seen, std::uint32_t chunk);
+
   ShardLayout layout_;
   int rank_ = 0, ranks_ = 1;
   std::uint32_t chunks_ = 0, reduced_ = 0, last_slices_ = 1;
