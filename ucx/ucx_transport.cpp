@@ -140,12 +140,18 @@ void UcxTransport::deliver_in_callback(int source, std::span<const std::byte> he
   m.payload_size = payload.size();
   m.payload = payload;
   m.arrived = Clock::now();
-  ++counters_.messages_received;
-  counters_.bytes_received += header.size() + payload.size();
-  delivering_ = in_callback_ = true;
-  (*handler_)(m);
-  delivering_ = in_callback_ = false;
+  in_callback_ = true;
+  hand_over(m, *handler_);
+  in_callback_ = false;
   ++delivered_;
+}
+
+void UcxTransport::hand_over(const InboundMessage& m, const std::function<void(const InboundMessage&)>& on_message) {
+  ++counters_.messages_received;
+  counters_.bytes_received += m.header.size() + m.payload_size;
+  delivering_ = true;
+  on_message(m);
+  delivering_ = false;
 }
 
 ucs_status_t UcxTransport::on_hello(void* arg, const void* header, std::size_t header_length, void*, std::size_t,
@@ -306,16 +312,12 @@ void UcxTransport::deliver(Arrived& a, const std::function<void(const InboundMes
     m.payload = a.ucx_data ? std::span<const std::byte>(static_cast<const std::byte*>(a.ucx_data), a.length)
                            : std::span<const std::byte>(a.copy);
   }
-  ++counters_.messages_received;
-  counters_.bytes_received += a.header.size() + a.length;
-  delivering_ = true;
-  on_message(m);
+  hand_over(m, on_message);
   // Not fetched: the engine refused it; releasing a rendezvous descriptor tells the sender.
   if (a.ucx_data && !a.fetched) {
     ucp_am_data_release(worker_, a.ucx_data);
     if (a.rendezvous) push_out(a.source);
   }
-  delivering_ = false;
 }
 
 Status UcxTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
