@@ -5,16 +5,12 @@
 #include <string>
 
 #include "optireduce/byte_order.hpp"
+#include "optireduce/engine/clock_us.hpp"
 #include "optireduce/engine/log.hpp"
 #include "optireduce/engine/tar_call.hpp"
 #include "optireduce/engine/tar_schedule.hpp"
 
 namespace optireduce {
-namespace {
-
-double us_since(Clock::time_point t) { return std::chrono::duration<double, std::micro>(Clock::now() - t).count(); }
-
-}  // namespace
 
 void TarCall::on_call_failed(const Inbound& in, const InboundMessage& message) {
   if (!s_.peer_failure.ok()) return;

@@ -5,16 +5,12 @@
 #include <random>
 
 #include "optireduce/byte_order.hpp"
+#include "optireduce/engine/clock_us.hpp"
 #include "optireduce/engine/log.hpp"
 #include "optireduce/engine/tar_schedule.hpp"
 #include "optireduce/engine/transport_loader.hpp"
 
 namespace optireduce {
-namespace {
-
-double us_since(Clock::time_point t) { return std::chrono::duration<double, std::micro>(Clock::now() - t).count(); }
-
-}  // namespace
 
 const char* to_string(TransportKind kind) {
   switch (kind) {

@@ -4,19 +4,11 @@
 #include <cstring>
 
 #include "optireduce/byte_order.hpp"
+#include "optireduce/engine/clock_us.hpp"
 #include "optireduce/engine/log.hpp"
 #include "optireduce/engine/tar_schedule.hpp"
 
 namespace optireduce {
-namespace {
-
-double us_since(Clock::time_point t) { return std::chrono::duration<double, std::micro>(Clock::now() - t).count(); }
-
-Clock::time_point after_us(Clock::time_point t, double us) {
-  return t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::micro>(us));
-}
-
-}  // namespace
 
 TarCall::TarCall(EngineState& state, TransportPath& path, const TarRequest& request, CallStats stats,
                  Clock::time_point start)
@@ -160,51 +152,6 @@ void TarCall::begin(StagingBuffer& staging) {
   stats_.transport = path_.name;
 }
 
-void TarCall::stage_input() {
-  const float* input = request_.input;
-  float* staged = staging_->data.data();
-  if (transformed_) {
-    // Each shard encoded on its own, so a shard can be decoded as soon as it is complete and a
-    // lost chunk spreads over that shard's blocks.
-    s_.hadamard.begin(s_.layout, s_.comm_id, s_.epoch, input, staged, request_.output, s_.send_order);
-    scatter_source_ = own_source_ = staged;
-    return;
-  }
-  // The own shard is never sent as it is: the reduce reads it from the caller's input and writes
-  // the sum (which the all-gather sends read, and which outlives the call) to the staging buffer.
-  own_source_ = input;
-  scatter_source_ = input;
-  stages_each_send_ = false;
-  if (!bounded() || abandons_sends_) return;
-  // A bounded call can return with its sends still queued behind a stalled stream, which this
-  // transport cannot cancel: they read a staged copy of the other shards, never the caller's
-  // buffer. (An exact call returns only once every peer has all its data; a transport that can
-  // abandon its sends drops those still reading the input when the call returns: release_input.)
-  // Each chunk is copied just before its send (send_scatter), so the first sends leave at once
-  // and the transport reads the copy while it is still in the cache.
-  scatter_source_ = staged;
-  stages_each_send_ = true;
-}
-
-void TarCall::release_input() {
-  if (scatter_source_ != request_.input || !abandons_sends_) return;
-  bool queued = false;
-  for (int p = 0; p < s_.ranks; ++p) queued = queued || (p != s_.rank && transport_.sends_in_flight(p) != 0);
-  if (!queued) return;
-  // The caller's buffer is theirs again once this returns. Whatever is still queued by now goes
-  // to a peer that has told this rank it is done or is past this call's deadline: dropped. Sends
-  // the transport has handed on but not completed complete without the peer: polled for.
-  const auto until = after_us(Clock::now(), kReleaseWaitUs);
-  auto handler = [this](const InboundMessage& m) { handle(m); };
-  while (!transport_.abandon_queued_sends()) {
-    if (Clock::now() >= until) {
-      OR_LOG(error, "sends still read the caller's buffer as the call returns (the transport did not complete them)");
-      return;
-    }
-    (void)transport_.poll(until, handler);
-  }
-}
-
 PhaseDeadlines TarCall::budget() const {
   if (probe_) return *probe_;
   if (bounded()) return s_.deadlines.bounded_budget(request_.size_class);
@@ -247,8 +194,7 @@ Status TarCall::send_scatter() {
   for_each_scatter_send(s_.layout, s_.rank, last_slices_, [&](const ScheduledSend& send_to) {
     if (transformed_) s_.hadamard.await_encoded(send_to.peer);
     const Extent e = s_.layout.chunk(send_to.peer, send_to.chunk);
-    if (stages_each_send_ && e.length)
-      std::memcpy(staging_->data.data() + e.offset, request_.input + e.offset, e.length * sizeof(float));
+    stage_for_send(e);
     st = send(send_to.peer, MessageKind::scatter_chunk, e, send_to.last_slice ? WireHeader::kFlagLastSlice : 0, scatter_source_);
     if (st.ok() && ++sent % static_cast<std::size_t>(s_.ranks - 1) == 0) {
       Status polled = transport_.poll(Clock::time_point::min(), handler);
@@ -357,10 +303,10 @@ void TarCall::reduce(std::uint32_t chunk, int lent_source, const float* lent) {
   // The all-gather sends read the sum. A bounded call may return with them still queued or asked
   // for again, and then it must not be the caller's output: it goes to the staging buffer (and
   // to the output in the same pass). An exact call returns once every peer has it all.
-  const bool sum_in_output = !bounded() && !transformed_;
-  float* own = sum_in_output ? request_.output : staging_->data.data();
+  const bool in_output = sums_in_output();
+  float* own = in_output ? request_.output : staging_->data.data();
   const ReducedChunk r =
-      s_.scatter.reduce(chunk, own_source_, own, transformed_ || sum_in_output ? nullptr : request_.output, lent_source, lent);
+      s_.scatter.reduce(chunk, own_source_, own, transformed_ || in_output ? nullptr : request_.output, lent_source, lent);
   if (r.partial) s_.ledger.drop(s_.ledger.global_chunk(s_.rank, chunk), r.extent.length);
   if (transformed_ && s_.scatter.complete()) s_.hadamard.shard_final(s_.rank);
   std::uint16_t flags = r.last ? WireHeader::kFlagLastSlice : 0;

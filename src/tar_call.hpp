@@ -40,6 +40,12 @@ class TarCall {
 
   void begin(StagingBuffer& staging);
   void stage_input();
+  // A bounded call over a transport that cannot abandon its sends: its scatter sends read a copy
+  // of each chunk, made just before the send (stage_for_send).
+  bool stages_each_send() const { return bounded() && !transformed_ && !abandons_sends_; }
+  void stage_for_send(const Extent& chunk);
+  // An exact call writes its sums into the output (its all-gather sends read them there).
+  bool sums_in_output() const { return !bounded() && !transformed_; }
   void replay_early();
   Status run_scatter_reduce(Clock::time_point scatter_start);
   Status run_all_gather(Clock::time_point gather_start, Clock::time_point gather_deadline);
@@ -115,7 +121,6 @@ class TarCall {
   bool transformed_ = false;
   std::uint32_t last_slices_ = 1;
   bool abandons_sends_ = false;  // the transport's can_abandon_sends, read once per call
-  bool stages_each_send_ = false;  // scatter sends read a copy made just before each one
   PhaseDeadlines budget_;
   Clock::time_point scatter_closed_{};
   Clock::time_point last_arrival_ = Clock::now();  // of any chunk of this call

@@ -1,0 +1,16 @@
+// Microseconds on the engine's clock: the unit of every phase time, deadline and budget.
+#pragma once
+
+#include <chrono>
+
+#include "optireduce/transport.hpp"
+
+namespace optireduce {
+
+inline double us_since(Clock::time_point t) { return std::chrono::duration<double, std::micro>(Clock::now() - t).count(); }
+
+inline Clock::time_point after_us(Clock::time_point t, double us) {
+  return t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::micro>(us));
+}
+
+}  // namespace optireduce
