@@ -279,8 +279,7 @@ int case_bounded_loss() {
   // of a few milliseconds) adds loss on top of the injected one and is independent of it; a
   // phase that lost only injected chunks closes at a short grace, never at its deadline. So: the
   // mean over all bounded calls must reach the model, the mean over the calls where no rank ran a
-  // phase to its deadline must not exceed it. Bands far wider than the sampling noise (40 calls x
-  // 16 N chunks).
+  // phase to its deadline must not exceed it, within bands wider than the sampling noise.
   std::vector<int> any_late(late.size());
   PMPI_Allreduce(late.data(), any_late.data(), static_cast<int>(late.size()), MPI_INT, MPI_MAX, comm);
   double all_sum = 0, on_time_sum = 0;
@@ -313,7 +312,15 @@ int case_bounded_loss() {
                   "model %.4f of %s=%g: the resends did not repair the loss", on_time_sum / on_time, on_time, model,
                   source, p);
   } else {
-    MPITEST_CHECK(mean >= 0.6 * model, "mean dropped fraction %.4f is below the model %.4f of %s=%g", mean, model, source, p);
+    // Each rank expects E = model x bounded x 16N damaged chunks; their count is Poisson, so at a light
+    // loss (E of a few tens) its noise alone reaches 40 % of the model. The floor is 4 standard
+    // deviations below E, and never above 0.6 of the model: that the loss reaches the results
+    // at all is what a low rate can show.
+    const double expected = model * bounded * double(chunks_per_shard) * n;
+    const double floor = model * std::clamp(1 - 4 / std::sqrt(std::max(expected, 1.0)), 0.0, 0.6);
+    MPITEST_CHECK(mean > 0 && mean >= floor,
+                  "mean dropped fraction %.4f is below %.4f, 4 standard deviations under the model %.4f of %s=%g "
+                  "(%.1f damaged chunks expected per rank)", mean, floor, model, source, p, expected);
   }
   // At least 5 calls (5 x 16N chunks): the noise of their mean stays well inside the band. Only
   // for injected drops: a datagram the network lost may carry a sender's last slice, and then the
