@@ -28,6 +28,11 @@ what to measure (one of):
   --small [LIST]       small messages (default 4K,16K,64K,256K) with OPTIREDUCE_MIN_BYTES=4 for
                        every OptiReduce contender, so that the library intercepts them
   --in-place           latency mode: MPI_IN_PLACE instead of separate send and receive buffers
+  --barrier mpi|host   what starts each iteration: the contender's own barrier (mpi, the default)
+                       or one that sends nothing over the network (host: shared memory, or Unix
+                       sockets for Gloo; not with cluster:). Over a lossy network the MPI barrier's
+                       own messages are lost and retransmitted, and its tail lands in every
+                       contender's figures
 
 where (--net):
   shm                  plain mpirun on this host (Open MPI picks shared memory; so does UCX)
@@ -109,6 +114,7 @@ net=shm
 mode=latency
 list=""
 in_place=0
+barrier=mpi
 contenders="ompi or-reliable or-bounded"
 declare -A defs=()
 baseline=ompi
@@ -140,6 +146,10 @@ while [ $# -gt 0 ]; do
       if [ $# -ge 2 ] && [[ "$2" != --* ]]; then list=$2; shift; fi
       shift ;;
     --in-place) in_place=1; shift ;;
+    --barrier)
+      need "$@"
+      [[ "$2" == mpi || "$2" == host ]] || die "--barrier \"$2\": mpi or host"
+      barrier=$2; shift 2 ;;
     --net) need "$@"; net=$2; shift 2 ;;
     --contenders) need "$@"; contenders=${2//,/ }; shift 2 ;;
     --contender)
@@ -191,7 +201,8 @@ case $net_kind in
     [[ "$net" =~ ^cluster:([0-9]+):([0-9]+(\.[0-9]+)?)$ ]] || die "--net cluster:HOSTS:DROP_PERMILLE (e.g. cluster:4:1)"
     hosts=${BASH_REMATCH[1]} drop=${BASH_REMATCH[2]}
     [ -z "$ranks" ] || [ "$ranks" = "$hosts" ] || die "--net $net runs one rank per host: --ranks must be $hosts"
-    ranks=$hosts ;;
+    ranks=$hosts
+    [ "$barrier" = mpi ] || die "--barrier host needs every rank on one host: not with --net $net" ;;
   *) die "--net \"$net\": shm, tcp, netns:PROFILE or cluster:HOSTS:DROP" ;;
 esac
 ranks=${ranks:-4}
@@ -258,7 +269,7 @@ mode_env=()
 [ "$mode" = small ] && mode_env=(OPTIREDUCE_MIN_BYTES=4)
 
 program_args() {  # dir name: sets prog_args
-  prog_args=(--warmup "$warmup" --iters "$iters" --tolerance "$tolerance" --json "$1/out.json" --label "$2")
+  prog_args=(--warmup "$warmup" --iters "$iters" --tolerance "$tolerance" --barrier "$barrier" --json "$1/out.json" --label "$2")
   [ "$inject" = 1 ] && prog_args+=(--corrupt-result 1)
   if [ "$mode" = step ] || [ "$mode" = buckets ]; then
     prog_args+=(step --buckets "$list")
@@ -339,14 +350,14 @@ write_meta() {  # state
   BM_STATE=$1 BM_DEFS=$defs_json BM_CMD=$(quote "$0" "${orig_args[@]}") BM_NET=$net BM_MODE=$mode BM_LIST=$list \
   BM_WARMUP=$warmup BM_ITERS=$iters BM_ROUNDS=$rounds BM_RANKS=$ranks BM_ORDER=$order BM_BASELINE=$baseline \
   BM_CONTENDERS="${contender_list[*]}" BM_BUILD=$build_dir BM_LOAD0=$load_start BM_UPTIME0=$uptime_start \
-  BM_INPLACE=$in_place BM_TOL=$tolerance BM_SYSCALLS=$syscalls BM_COMMIT=$(git -C "$root" rev-parse --short HEAD 2>/dev/null) \
+  BM_INPLACE=$in_place BM_BARRIER=$barrier BM_TOL=$tolerance BM_SYSCALLS=$syscalls BM_COMMIT=$(git -C "$root" rev-parse --short HEAD 2>/dev/null) \
   BM_DIRTY=$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | wc -l) BM_START=$start_date \
   "$py" - "$out_dir/meta.json" <<'PY'
 import json, os, sys
 e = os.environ
 defs = dict(l.split("=", 1) for l in e["BM_DEFS"].splitlines() if l)
 json.dump({"state": e["BM_STATE"], "command": e["BM_CMD"], "net": e["BM_NET"], "mode": e["BM_MODE"],
-           "list": e["BM_LIST"], "in_place": e["BM_INPLACE"] == "1", "warmup": int(e["BM_WARMUP"]),
+           "list": e["BM_LIST"], "in_place": e["BM_INPLACE"] == "1", "barrier": e["BM_BARRIER"], "warmup": int(e["BM_WARMUP"]),
            "iters": int(e["BM_ITERS"]), "rounds": int(e["BM_ROUNDS"]), "ranks": int(e["BM_RANKS"]),
            "order": e["BM_ORDER"], "baseline": e["BM_BASELINE"], "contenders": e["BM_CONTENDERS"].split(),
            "definitions": defs, "tolerance": float(e["BM_TOL"]), "syscalls": e["BM_SYSCALLS"] == "1", "build_dir": e["BM_BUILD"],

@@ -11,7 +11,9 @@
 //            of the list (DDP reduces the last layers' gradients first), back to back; the step is
 //            timed after a barrier
 //
-// A timed iteration lasts until its slowest rank is done: the max over ranks is recorded.
+// A timed iteration lasts until its slowest rank is done: the max over ranks is recorded. The
+// barrier before it is the MPI's (--barrier mpi) or one in the host's shared memory (--barrier
+// host, tools/host_barrier.hpp), which sends nothing over the network being measured.
 // Warm-up iterations are run, checked and recorded but excluded from p50/p99. When the library is
 // loaded, the kind of every call (none, exact, calibration, bounded, fallback) and its dropped
 // entries come from its C API (tools/allreduce_bench_engine.hpp).
@@ -31,6 +33,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -38,6 +42,7 @@
 #include "allreduce_bench_engine.hpp"
 #include "cli_errors.hpp"
 #include "allreduce_bench_inputs.hpp"
+#include "host_barrier.hpp"
 
 namespace {
 
@@ -54,6 +59,7 @@ struct Options {
   int warmup = 30;
   int iters = 50;
   bool in_place = false;
+  bool host_barrier = false;  // --barrier host
   double tolerance = 1e-3;
   std::uint64_t corrupt_call = 0;
   std::string json_path, label;
@@ -128,9 +134,11 @@ struct EntryResult {
 
 class Bench {
  public:
+  // Throws std::runtime_error, on every rank alike, where --barrier host cannot be had.
   Bench(const Options& opt, MPI_Comm comm) : opt_(opt), comm_(comm) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &nranks_);
+    if (opt_.host_barrier) host_barrier_ = std::make_unique<optireduce::tools::HostBarrier>(comm_);
   }
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
@@ -160,7 +168,7 @@ class Bench {
       std::vector<int> rcs(nb);
       std::vector<CallInfo> infos(nb);
       std::vector<std::uint64_t> ordinal(nb);
-      PMPI_Barrier(comm_);
+      barrier();
       const double t0 = MPI_Wtime();
       double prev = t0;
       for (std::size_t k = 0; k < nb; ++k) {
@@ -198,6 +206,19 @@ class Bench {
   }
 
  private:
+  void barrier() {
+    if (!host_barrier_) {
+      PMPI_Barrier(comm_);
+      return;
+    }
+    try {
+      host_barrier_->arrive();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "optireduce-allreduce-bench: error: rank %d: %s\n", rank_, e.what());
+      MPI_Abort(comm_, 1);
+    }
+  }
+
   static float* result(std::vector<std::vector<float>>& send, std::vector<std::vector<float>>& recv, std::size_t b) {
     return recv[b].empty() ? send[b].data() : recv[b].data();
   }
@@ -254,6 +275,7 @@ class Bench {
   MPI_Comm comm_;
   int rank_ = 0, nranks_ = 0;
   EngineProbe probe_;
+  std::unique_ptr<optireduce::tools::HostBarrier> host_barrier_;
   std::uint64_t next_input_ = 0;  // input number of the next buffer filled (the "call" of the formula)
   std::uint64_t calls_ = 0;       // MPI_Allreduce calls so far, from 1
   int wrong_reported_ = 0;
@@ -346,7 +368,14 @@ int main(int argc, char** argv) {
   auto* step = app.add_subcommand("step", "a data-parallel step: one in-place buffer per bucket, reduced in reverse order");
   step->add_option("--buckets", list, "bucket sizes in bytes, comma-separated, in model order (K/M/G, decimals allowed)")
       ->required();
+  std::string barrier = "mpi";
+  app.add_option("--barrier", barrier,
+                 "what starts each iteration: mpi (MPI_Barrier) or host (shared memory of one host: sends nothing over "
+                 "the network being measured; every rank on one host)")
+      ->check(CLI::IsMember({"mpi", "host"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  opt.host_barrier = barrier == "host";
   opt.step = step->parsed();
   if (opt.step) opt.in_place = true;
   try {
@@ -362,7 +391,17 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   // A failed call is counted and reported with the others instead of ending the job at once.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  Bench bench(opt, MPI_COMM_WORLD);
+  std::optional<Bench> made;
+  try {
+    made.emplace(opt, MPI_COMM_WORLD);
+  } catch (const std::exception& e) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) std::fprintf(stderr, "optireduce-allreduce-bench: error: %s\n", e.what());
+    MPI_Finalize();
+    return 2;
+  }
+  Bench& bench = *made;
   const bool root = bench.rank() == 0;
   std::vector<EntryResult> results;
   if (opt.step) {
@@ -378,6 +417,7 @@ int main(int argc, char** argv) {
   js << "{\"tool\": \"optireduce-allreduce-bench\", \"mode\": \"" << (opt.step ? "step" : "latency")
      << "\", \"label\": \"" << opt.label << "\", \"ranks\": " << bench.nranks()
      << ", \"in_place\": " << (opt.in_place ? "true" : "false")
+     << ", \"barrier\": \"" << (opt.host_barrier ? "host" : "mpi") << "\""
      << ", \"optireduce_loaded\": " << (bench.probe().loaded() ? "true" : "false") << ", \"library_version\": \""
      << bench.probe().version() << "\",\n \"rank0_process_stats\": {\"intercepted_calls\": " << totals.intercepted_calls
      << ", \"passthrough_calls\": " << totals.passthrough_calls << ", \"engines_created\": " << totals.engines_created

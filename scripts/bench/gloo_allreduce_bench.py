@@ -9,11 +9,14 @@ the same JSON, with torch.distributed (backend gloo, CPU float32 tensors, TCP on
 It starts the ranks itself (scripts/compare/gloo_bench.py's launcher, one process per rank,
 torch.set_num_threads(1)). Gloo's all_reduce works in place only, so every call is in place: in
 latency mode the input is written into the result buffer before the barrier. Every call's kind is
-"none" (not OptiReduce). Exit code 3 when a result is wrong, as the MPI program.
+"none" (not OptiReduce). Exit code 3 when a result is wrong, as the MPI program. --barrier host starts
+each iteration with a barrier over a Unix socket instead of Gloo's over TCP (the C++ program's shared
+memory barrier): it sends nothing over the network being measured.
 """
 import argparse
 import math
 import os
+import socket
 import sys
 import time
 
@@ -62,12 +65,61 @@ class Inputs:
         return False, (err / ref if ref > 0 else err)
 
 
+class HostBarrier:
+    """A barrier over Unix sockets (abstract names: one network namespace's ranks): rank 0 collects
+    a byte from every other rank, then answers each; every wait gives up after `timeout`."""
+
+    def __init__(self, rank, n, key, timeout):
+        name = f"\0optireduce-gloo-bench-{key}"
+        self.rank, self.peers = rank, []
+        if rank == 0:
+            srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            srv.bind(name)
+            srv.listen(n)
+            srv.settimeout(timeout)
+            self._ready = srv
+            self._n = n
+        else:
+            self._ready = None
+            self._name, self._timeout = name, timeout
+
+    def connect(self):
+        # After the process group exists: rank 0 is listening by then.
+        if self.rank == 0:
+            for _ in range(self._n - 1):
+                c, _ = self._ready.accept()
+                c.settimeout(self._ready.gettimeout())
+                self.peers.append(c)
+            self._ready.close()
+        else:
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.settimeout(self._timeout)
+            c.connect(self._name)
+            self.peers.append(c)
+
+    def wait(self):
+        if self.rank == 0:
+            for c in self.peers:
+                if c.recv(1) != b"a":
+                    raise RuntimeError("--barrier host: a rank went away")
+            for c in self.peers:
+                c.sendall(b"g")
+        else:
+            self.peers[0].sendall(b"a")
+            if self.peers[0].recv(1) != b"g":
+                raise RuntimeError("--barrier host: rank 0 went away")
+
+
 def worker(args):
     import torch
     import torch.distributed as dist
     torch.set_num_threads(1)
     rank, n = args.rank, args.ranks
+    host = HostBarrier(rank, n, args.port, args.timeout) if args.barrier == "host" else None
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank, world_size=n)
+    if host:
+        host.connect()
+    barrier = host.wait if host else dist.barrier
     step = args.mode == "step"
     sizes = [parse_size(s) for s in (args.buckets if step else args.sizes).split(",")]
     entries = [("step", sizes)] if step else [(size_name(b), [b]) for b in sizes]
@@ -83,7 +135,7 @@ def worker(args):
                 inputs[b].fill(buf, next_input)
                 ids.append(next_input)
                 next_input += 1
-            dist.barrier()
+            barrier()
             t0 = prev = time.perf_counter()
             for b in reversed(range(len(bufs))):
                 dist.all_reduce(bufs[b])
@@ -145,7 +197,7 @@ def worker(args):
         import json
         with open(args.json, "w") as f:
             json.dump({"tool": "gloo_allreduce_bench.py", "mode": args.mode, "label": args.label, "ranks": n,
-                       "in_place": True, "optireduce_loaded": False, "library_version": "",
+                       "in_place": True, "barrier": args.barrier, "optireduce_loaded": False, "library_version": "",
                        "torch": torch.__version__, "entries": out_entries, "wrong_results": wrong_any}, f)
     dist.destroy_process_group()
     return 3 if wrong_any else 0
@@ -160,6 +212,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=30)
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--tolerance", type=float, default=1e-3)
+    ap.add_argument("--barrier", choices=("mpi", "host"), default="mpi",
+                    help="what starts each iteration: mpi (Gloo's barrier) or host (Unix sockets: nothing over the network)")
     ap.add_argument("--corrupt-result", type=int, default=0, help="testing: add 1 to one entry of this call's result")
     ap.add_argument("--rank", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--port", type=int, help=argparse.SUPPRESS)

@@ -192,7 +192,8 @@ def main():
     m = meta
     unit = "steps" if m.get("mode") in ("step", "buckets") else "calls"
     lines = [f"## bench: {m.get('net')}, {m.get('mode')}, {m.get('ranks')} ranks, {m.get('warmup')} warm-up + "
-             f"{m.get('iters')} timed {unit}, {m.get('rounds')} rounds ({m.get('order')} order), baseline {base}",
+             f"{m.get('iters')} timed {unit}, {m.get('rounds')} rounds ({m.get('order')} order), baseline {base}"
+             f"{', host barrier (nothing over the network)' if m.get('barrier') == 'host' else ''}",
              "",
              f"load average at start {m.get('loadavg_start')}, at end {' '.join(m.get('loadavg_end') or [])}; "
              f"{m.get('host_cpus')} CPUs; commit {m.get('commit')}"

@@ -3,9 +3,11 @@
 # what it printed, never how fast anything was:
 #   ok:    exit 0; a row per contender with a numeric p50 ratio (1.00 for the baseline), every
 #          call counted and exact, check "ok"
+#   host:  as ok, with --barrier host (each iteration starts at a barrier in shared memory): every
+#          contender's JSON and the run's meta say so, and the table's title
 #   wrong: --inject-wrong-result makes each contender's first call return one wrong entry: the
 #          driver must exit 1 and mark every contender WRONG (the check can fail)
-#   check_table.sh ok|wrong BENCH_SH BUILD_DIR OUT_DIR
+#   check_table.sh ok|host|wrong BENCH_SH BUILD_DIR OUT_DIR
 set -uo pipefail
 case=$1 bench=$2 build=$3 out=$4
 contenders="ompi or-reliable or-bounded"
@@ -13,6 +15,7 @@ rm -rf "$out"
 args=(--net shm --sizes 1M --warmup 3 --iters 3 --rounds 1 --ranks 2 --timeout 100 --contenders "$contenders"
       --build-dir "$build" --out-dir "$out")
 [ "$case" = wrong ] && args+=(--inject-wrong-result)
+[ "$case" = host ] && args+=(--barrier host)
 "$bench" "${args[@]}" >"$out.stdout" 2>"$out.stderr"
 rc=$?
 cat "$out.stdout"
@@ -34,7 +37,7 @@ for c in $contenders; do
   [[ "$checked" =~ ^\ ([0-9]+)\ /\ ([0-9]+)\ $ ]] || fail "$c: not-exact column \"$checked\" is not N / CALLS"
   [ "${BASH_REMATCH[2]}" -eq 6 ] || fail "$c: ${BASH_REMATCH[2]} calls checked, expected 6 (3 warm-up + 3 timed)"
   check=$(awk -F'|' '{ print $15 }' <<<"$row")
-  if [ "$case" = ok ]; then
+  if [ "$case" != wrong ]; then
     [ "${BASH_REMATCH[1]}" -eq 0 ] || fail "$c: ${BASH_REMATCH[1]} calls not exact on a clean host"
     [[ "$check" == " ok "* ]] || fail "$c: check \"$check\", expected ok"
   else
@@ -47,7 +50,14 @@ for c in or-reliable or-bounded; do
   awk -F'|' '{ print $14 }' <<<"$(rows "$c")" | grep -qE 'exact|calibration|bounded|fallback' \
     || fail "$c: no timed call ran through the engine"
 done
-if [ "$case" = ok ]; then
+if [ "$case" = host ]; then
+  head -n 1 "$out/table.md" | grep -q 'host barrier' || fail "the table's title does not name the host barrier"
+  grep -q '"barrier": "host"' "$out/meta.json" || fail "meta.json does not record the host barrier"
+  for c in $contenders; do
+    grep -q '"barrier": "host"' "$out/runs/r1-$c/out.json" || fail "$c: its run did not use the host barrier"
+  done
+fi
+if [ "$case" != wrong ]; then
   [ "$rc" -eq 0 ] || fail "bench.sh exited $rc"
 else
   [ "$rc" -eq 1 ] || fail "bench.sh exited $rc with wrong results, expected 1"
