@@ -58,12 +58,7 @@ void TarCall::notify_failure(const std::vector<int>& ranks) {
   // Push the notices out for a moment: the peers may be waiting for something from this rank.
   auto handler = [](const InboundMessage&) {};
   const auto until = Clock::now() + std::chrono::milliseconds(200);
-  auto sent = [&] {
-    for (int p = 0; p < s_.ranks; ++p)
-      if (p != s_.rank && transport_.sends_in_flight(p) != 0) return false;
-    return true;
-  };
-  while (!sent() && Clock::now() < until) (void)transport_.poll(until, handler);
+  while (any_send_in_flight() && Clock::now() < until) (void)transport_.poll(until, handler);
 }
 
 CallStats TarCall::fail(Status status) {

@@ -46,6 +46,12 @@ class TarCall {
   void stage_for_send(const Extent& chunk);
   // An exact call writes its sums into the output (its all-gather sends read them there).
   bool sums_in_output() const { return !bounded() && !transformed_; }
+  // Whether a send to some peer still references its buffers.
+  bool any_send_in_flight() const {
+    for (int p = 0; p < s_.ranks; ++p)
+      if (p != s_.rank && transport_.sends_in_flight(p) != 0) return true;
+    return false;
+  }
   void replay_early();
   Status run_scatter_reduce(Clock::time_point scatter_start);
   Status run_all_gather(Clock::time_point gather_start, Clock::time_point gather_deadline);

@@ -40,9 +40,7 @@ void TarCall::stage_for_send(const Extent& chunk) {
 
 void TarCall::release_input() {
   if (scatter_source_ != request_.input || !abandons_sends_) return;
-  bool queued = false;
-  for (int p = 0; p < s_.ranks; ++p) queued = queued || (p != s_.rank && transport_.sends_in_flight(p) != 0);
-  if (!queued) return;
+  if (!any_send_in_flight()) return;
   // The caller's buffer is theirs again once this returns. Whatever is still queued by now goes
   // to a peer that has told this rank it is done or is past this call's deadline: dropped. Sends
   // the transport has handed on but not completed complete without the peer: polled for.
