@@ -315,10 +315,10 @@ int case_bounded_loss() {
     // Each rank expects E = model x bounded x 16N damaged chunks; their count is Poisson, so at a light
     // loss (E of a few tens) its noise alone reaches 40 % of the model. The floor is 4 standard
     // deviations below E, and never above 0.6 of the model: that the loss reaches the results
-    // at all is what a low rate can show.
+    // at all is what a low rate can show (a clean network, model 0, shows nothing here).
     const double expected = model * bounded * double(chunks_per_shard) * n;
     const double floor = model * std::clamp(1 - 4 / std::sqrt(std::max(expected, 1.0)), 0.0, 0.6);
-    MPITEST_CHECK(mean > 0 && mean >= floor,
+    MPITEST_CHECK((model == 0 || mean > 0) && mean >= floor,
                   "mean dropped fraction %.4f is below %.4f, 4 standard deviations under the model %.4f of %s=%g "
                   "(%.1f damaged chunks expected per rank)", mean, floor, model, source, p, expected);
   }
