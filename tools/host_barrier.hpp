@@ -49,7 +49,8 @@ class HostBarrier {
                     static_cast<long long>(std::chrono::steady_clock::now().time_since_epoch().count()));
     PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, comm_);
     int fd = rank == 0 ? shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600) : -1;
-    int ok = fd >= 0 && ftruncate(fd, sizeof(Shared)) == 0;
+    const bool created = fd >= 0;
+    int ok = created && ftruncate(fd, sizeof(Shared)) == 0;
     PMPI_Bcast(&ok, 1, MPI_INT, 0, comm_);
     if (rank != 0 && ok) fd = shm_open(name, O_RDWR, 0600);
     void* p = fd >= 0 ? mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
@@ -57,7 +58,7 @@ class HostBarrier {
     if (fd >= 0) close(fd);
     int mapped = p != MAP_FAILED;
     PMPI_Allreduce(MPI_IN_PLACE, &mapped, 1, MPI_INT, MPI_MIN, comm_);
-    if (rank == 0 && ok) shm_unlink(name);  // every rank has it mapped (or failed): the name can go
+    if (created) shm_unlink(name);  // every rank has it mapped (or failed): the name can go
     if (!mapped) {
       if (p != MAP_FAILED) munmap(p, sizeof(Shared));
       throw std::runtime_error(std::string("--barrier host: cannot share memory through /dev/shm") +
