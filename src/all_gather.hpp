@@ -2,6 +2,7 @@
 // came, and what is written for those that never do.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -56,20 +57,46 @@ class AllGather {
 };
 
 // Which senders' final messages of a phase have arrived: once one came from every sender, the
-// phase only waits a short grace for stragglers.
+// phase only waits a short grace for stragglers. A last slice says how many more follow it, so
+// the phase knows when the very last of each sender's is in (then what it lacks is lost).
 class LastSlices {
  public:
-  void begin(int ranks) { seen_.assign(static_cast<std::size_t>(ranks), 0); }
-  void note(int source) { seen_[static_cast<std::size_t>(source)] = 1; }
+  void begin(int ranks) {
+    seen_.assign(static_cast<std::size_t>(ranks), 0);
+    follow_.assign(static_cast<std::size_t>(ranks), 0);
+    first_at_.assign(static_cast<std::size_t>(ranks), Clock::time_point{});
+  }
+  void note(int source, unsigned follow, Clock::time_point arrived) {
+    const auto p = static_cast<std::size_t>(source);
+    if (!seen_[p]) {
+      seen_[p] = 1;
+      follow_[p] = static_cast<std::uint8_t>(follow);
+      first_at_[p] = arrived;
+    } else {
+      follow_[p] = std::min<std::uint8_t>(follow_[p], static_cast<std::uint8_t>(follow));
+    }
+  }
   template <typename SendsToMe>
   bool all_in(int rank, SendsToMe&& sends_to_me) const {
     for (std::size_t p = 0; p < seen_.size(); ++p)
       if (static_cast<int>(p) != rank && sends_to_me(static_cast<int>(p)) && !seen_[p]) return false;
     return true;
   }
+  // Once all_in: when the last slices still announced should have come, `wait` after the first
+  // of each sender's (a lost one must not hold the phase longer); min() when every one is in.
+  template <typename SendsToMe>
+  Clock::time_point settled_at(int rank, SendsToMe&& sends_to_me, Clock::duration wait) const {
+    auto at = Clock::time_point::min();
+    for (std::size_t p = 0; p < seen_.size(); ++p)
+      if (static_cast<int>(p) != rank && sends_to_me(static_cast<int>(p)) && seen_[p] && follow_[p] > 0)
+        at = std::max(at, first_at_[p] + wait);
+    return at;
+  }
 
  private:
   std::vector<std::uint8_t> seen_;
+  std::vector<std::uint8_t> follow_;  // the fewest still to follow of the last slices seen
+  std::vector<Clock::time_point> first_at_;
 };
 
 }  // namespace optireduce

@@ -84,6 +84,11 @@ class DeadlineController {
   // when it runs again (and a resend that comes ends the wait at once: the floor costs only
   // where the resent data is lost again).
   static double resend_wait_us(double phase_budget_us) { return std::max(kResendFloorUs, kResendShare * phase_budget_us); }
+  // How long after a sender's first last slice its announced later ones may take before the
+  // phase asks for them (and what else it lacks) as lost: a short grace, at most a resend wait.
+  static double follow_wait_us(double phase_budget_us) {
+    return std::min(resend_wait_us(phase_budget_us), std::max(kFollowFloorUs, grace_us(phase_budget_us)));
+  }
   // At a phase's deadline the phase keeps waiting while data still comes: it closes once nothing
   // arrived for this long (a busy CPU delays data; only a quiet network has lost it), and at the
   // latest at stretch_limit.
@@ -117,6 +122,7 @@ class DeadlineController {
   static constexpr double kGraceShare = 0.05;
   static constexpr double kResendShare = 0.10;
   static constexpr double kResendFloorUs = 3000;
+  static constexpr double kFollowFloorUs = 1000;
   // Longer than a scheduler's time slice on an oversubscribed node: a peer that was descheduled
   // is not a lost message.
   static constexpr double kQuietFloorUs = 10000;

@@ -88,7 +88,7 @@ ReducedChunk ScatterReduce::reduce(std::uint32_t chunk, const float* own, float*
   ++reduced_;
   // Chunks are reduced in the order their contributions complete, so "last" are the last ones
   // reduced, not the highest indices.
-  return {e, partial, reduced_ + last_slices_ > chunks_};
+  return {e, partial, reduced_ + last_slices_ > chunks_, chunks_ - reduced_};
 }
 
 std::uint64_t ScatterReduce::open_entries() const {

@@ -18,6 +18,7 @@ struct ReducedChunk {
   Extent extent;
   bool partial = false;   // reduced without every contribution
   bool last = false;      // among the last `last_slices` reduced: flagged so receivers can close early
+  std::uint32_t follow = 0;  // when last: how many chunks are still to be reduced after it
 };
 
 class ScatterReduce {

@@ -195,7 +195,7 @@ Status TarCall::send_scatter() {
     if (transformed_) s_.hadamard.await_encoded(send_to.peer);
     const Extent e = s_.layout.chunk(send_to.peer, send_to.chunk);
     stage_for_send(e);
-    st = send(send_to.peer, MessageKind::scatter_chunk, e, send_to.last_slice ? WireHeader::kFlagLastSlice : 0, scatter_source_);
+    st = send(send_to.peer, MessageKind::scatter_chunk, e, send_to.last_slice ? WireHeader::last_slice_flags(send_to.follow) : 0, scatter_source_);
     if (st.ok() && ++sent % static_cast<std::size_t>(s_.ranks - 1) == 0) {
       Status polled = transport_.poll(Clock::time_point::min(), handler);
       if (!polled.ok() && polled.code() != StatusCode::timeout) st = polled;
@@ -213,6 +213,8 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
   bool entry_pending = false;  // held at the deadline for a peer that has not entered
   const auto resend_wait = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double, std::micro>(DeadlineController::resend_wait_us(budget_.us[phase])));
+  const auto follow_wait = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double, std::micro>(DeadlineController::follow_wait_us(budget_.us[phase])));
   auto handler = [this](const InboundMessage& m) { handle(m); };
   while (!complete()) {
     if (entry_pending && unheard_ == 0) {
@@ -231,7 +233,9 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
       grace_set = true;
     }
     const bool resending = grace_set && asks_resends();
-    if (resending && s_.resends.due(phase, Clock::now(), phase_deadline, resend_wait)) {
+    // Not before the last slices announced have had time to come: they are in flight, not lost.
+    const auto ask_from = resending ? s_.last_slices[phase].settled_at(s_.rank, sends_to_me, follow_wait) : Clock::time_point::min();
+    if (resending && Clock::now() >= ask_from && s_.resends.due(phase, Clock::now(), phase_deadline, resend_wait)) {
       ask_for_missing(phase);
       if (s_.resends.all_asked(phase)) deadline = std::min(deadline, s_.resends.gives_up_at(phase, resend_wait));
     }
@@ -245,7 +249,7 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
       if (later == hard_deadline_ && unheard_ > 0) entry_pending = waited_for_entry_ = true;
     }
     if (!s_.peer_failure.ok()) return s_.peer_failure;
-    const auto wake = resending ? std::min(deadline, s_.resends.next_due(phase, resend_wait)) : deadline;
+    const auto wake = resending ? std::min(deadline, std::max(ask_from, s_.resends.next_due(phase, resend_wait))) : deadline;
     Status st = transport_.poll(wake, handler);
     if (!st.ok() && st.code() != StatusCode::timeout) return st;
     if (phase == 0) reduce_ready();
@@ -309,7 +313,7 @@ void TarCall::reduce(std::uint32_t chunk, int lent_source, const float* lent) {
       s_.scatter.reduce(chunk, own_source_, own, transformed_ || in_output ? nullptr : request_.output, lent_source, lent);
   if (r.partial) s_.ledger.drop(s_.ledger.global_chunk(s_.rank, chunk), r.extent.length);
   if (transformed_ && s_.scatter.complete()) s_.hadamard.shard_final(s_.rank);
-  std::uint16_t flags = r.last ? WireHeader::kFlagLastSlice : 0;
+  std::uint16_t flags = r.last ? WireHeader::last_slice_flags(r.follow) : 0;
   if (r.partial) flags |= WireHeader::kFlagPartial;
   for (int k = 1; k < s_.ranks; ++k) {
     const int peer = rotation_peer(s_.rank, s_.ranks, k);

@@ -45,7 +45,7 @@ void TarCall::note_heard(std::uint32_t source, Clock::time_point arrived) {
 void TarCall::on_scatter_chunk(const Inbound& in, const InboundMessage& message) {
   const int source = static_cast<int>(in.header.source);
   s_.stamps.note(in.header.source, in.header.stamp_scatter, in.header.stamp_gather);
-  if (in.header.last_slice()) s_.last_slices[0].note(source);
+  if (in.header.last_slice()) s_.last_slices[0].note(source, in.header.slices_to_follow(), message.arrived);
   if (injects_faults() && s_.faults.drop_received_chunk()) return;
   // The chunk's last contribution is summed from where the transport holds it, not copied to a
   // slot first (the sum is still by rank). Not in the Hadamard domain, whose reduce waits for
@@ -70,7 +70,7 @@ void TarCall::on_scatter_chunk(const Inbound& in, const InboundMessage& message)
 void TarCall::on_gather_chunk(const Inbound& in, const InboundMessage& message) {
   const int owner = static_cast<int>(in.header.source);
   s_.stamps.note(in.header.source, in.header.stamp_scatter, in.header.stamp_gather);
-  if (in.header.last_slice()) s_.last_slices[1].note(owner);
+  if (in.header.last_slice()) s_.last_slices[1].note(owner, in.header.slices_to_follow(), message.arrived);
   if (injects_faults() && s_.faults.drop_received_chunk()) return;
   if (s_.gather.has(owner, in.chunk)) {
     ++s_.rejects.duplicate;

@@ -14,6 +14,7 @@ struct ScheduledSend {
   int peer;
   std::uint32_t chunk;  // chunk of the destination's shard
   bool last_slice;      // one of the last `last_slices` messages of this phase to this peer
+  std::uint32_t follow; // on a last slice: how many of them come after it
 };
 
 // How many of the final messages of a phase carry the "last slice" flag: a receiver starts its
@@ -34,7 +35,7 @@ void for_each_scatter_send(const ShardLayout& layout, int rank, std::uint32_t la
     for (int k = 1; k < n; ++k) {
       const int peer = rotation_peer(rank, n, k);
       const std::uint32_t chunks = layout.chunks_in_shard(peer);
-      if (c < chunks && !visit(ScheduledSend{peer, c, c + last_slices >= chunks})) return;
+      if (c < chunks && !visit(ScheduledSend{peer, c, c + last_slices >= chunks, chunks - 1 - c})) return;
     }
 }
 

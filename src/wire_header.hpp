@@ -2,6 +2,7 @@
 // Encoding is explicit little-endian so ranks never depend on struct layout or padding.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -32,6 +33,13 @@ struct WireHeader {
   static constexpr std::uint16_t kFlagGatherPhase = 1u << 2;
   static constexpr unsigned kResendRoundShift = 3;
   static constexpr std::uint16_t kResendRoundMask = 0x7u << kResendRoundShift;
+  // On a last slice: how many more last slices of the phase follow it to this receiver, so a
+  // receiver that has one asks for what it lacks only once the rest had time to come.
+  static constexpr unsigned kFollowShift = 6;
+  static constexpr std::uint16_t kFollowMask = 0x3u << kFollowShift;
+  static std::uint16_t last_slice_flags(std::uint32_t follow) {
+    return static_cast<std::uint16_t>(kFlagLastSlice | (std::min<std::uint32_t>(follow, 3) << kFollowShift));
+  }
 
   MessageKind kind = MessageKind::scatter_chunk;
   std::uint16_t flags = 0;
@@ -49,6 +57,7 @@ struct WireHeader {
   bool last_slice() const { return flags & kFlagLastSlice; }
   bool partial() const { return flags & kFlagPartial; }
   unsigned resend_round() const { return (flags & kResendRoundMask) >> kResendRoundShift; }
+  unsigned slices_to_follow() const { return (flags & kFollowMask) >> kFollowShift; }
 };
 
 using EncodedHeader = std::span<std::byte, WireHeader::kEncodedSize>;

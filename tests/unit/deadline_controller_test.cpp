@@ -130,5 +130,14 @@ TEST(DeadlineController, PhasesWithoutStampsKeepTheirEstimate) {
   EXPECT_DOUBLE_EQ(c.bounded_budget(20).us[1], 1500);
 }
 
+TEST(DeadlineController, AnnouncedLastSlicesGetAShortGraceNeverMoreThanAResendWait) {
+  // A small budget: the floor, though not past the resend wait.
+  EXPECT_DOUBLE_EQ(DeadlineController::follow_wait_us(1000), 1000);
+  // A larger one: its grace.
+  EXPECT_DOUBLE_EQ(DeadlineController::follow_wait_us(100000), DeadlineController::grace_us(100000));
+  for (double b : {10.0, 1e3, 1e5, 1e7})
+    EXPECT_LE(DeadlineController::follow_wait_us(b), DeadlineController::resend_wait_us(b));
+}
+
 }  // namespace
 }  // namespace optireduce

@@ -56,6 +56,7 @@ TEST(TarSchedule, EveryPeerChunkOnceInterleavedByPeer) {
       EXPECT_NE(s.peer, rank);
       ++seen[{s.peer, s.chunk}];
       EXPECT_EQ(s.last_slice, s.chunk + 1 == l.chunks_in_shard(s.peer));
+      EXPECT_EQ(s.follow, l.chunks_in_shard(s.peer) - 1 - s.chunk);
     }
     std::size_t expected = 0;
     for (int p = 0; p < 4; ++p)

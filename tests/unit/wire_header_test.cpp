@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -39,6 +40,22 @@ TEST(WireHeader, RoundTrip) {
   EXPECT_EQ(d.length, s.length);
   EXPECT_EQ(d.stamp_scatter, s.stamp_scatter);
   EXPECT_EQ(d.stamp_gather, s.stamp_gather);
+}
+
+TEST(WireHeader, ALastSliceCarriesHowManyFollowItAndKeepsItsOtherFlags) {
+  for (std::uint32_t follow : {0u, 1u, 2u, 3u, 7u}) {
+    WireHeader h = sample();
+    h.flags = WireHeader::last_slice_flags(follow) | WireHeader::kFlagGatherPhase | (5u << WireHeader::kResendRoundShift);
+    std::array<std::byte, WireHeader::kEncodedSize> bytes;
+    encode(h, bytes);
+    WireHeader d;
+    ASSERT_TRUE(decode(bytes, d));
+    EXPECT_TRUE(d.last_slice());
+    EXPECT_EQ(d.slices_to_follow(), std::min(follow, 3u)) << "saturates at what the field holds";
+    EXPECT_EQ(d.resend_round(), 5u) << "the count does not spill into the resend round";
+    EXPECT_FALSE(d.partial());
+  }
+  EXPECT_EQ(sample().slices_to_follow(), 0u);
 }
 
 TEST(WireHeader, LittleEndianOnTheWire) {
