@@ -94,9 +94,9 @@ class DeadlineController {
   // latest at stretch_limit.
   static double quiet_gap_us(double phase_budget_us) { return std::max(kQuietFloorUs, kQuietShare * phase_budget_us); }
   static double stretch_limit_us(double phase_budget_us) { return kMaxStretch * phase_budget_us + quiet_gap_us(phase_budget_us); }
-  // How long a bounded call waits for the other ranks' lists of missing chunks. A peer still
-  // waiting out its own all-gather deadline sends its list up to a whole budget after this
-  // rank's phase ended; giving up earlier leaves replicas different.
+  // How long a bounded call waits at least for the other ranks' lists of missing chunks, from
+  // the end of its own all-gather (TarCall::agree_on_fill waits longer for a peer whose phases
+  // may still be stretching); giving up earlier leaves replicas different.
   static double agreement_wait_us(double gather_budget_us) { return std::max(kAgreeMinUs, gather_budget_us); }
   // A timing run of the datagram path beside an exact call (calibration over a transport that
   // may lose data) may take this long: a multiple of the fastest exact call of the class, so

@@ -35,6 +35,7 @@ class FillAgreement {
   // A validated piece of `source`'s list.
   void accept(int source, std::size_t piece, const WireHeader& h, const InboundMessage& message);
   bool complete(int ranks) const { return complete_sources_ == static_cast<std::size_t>(ranks - 1); }
+  bool has_list(int source) const { return pieces_in_[static_cast<std::size_t>(source)] == pieces_per_rank_; }
 
   // Closes the union on this rank: a chunk some rank lacks is zeroed here too (even where it
   // arrived, and at its owner), counted as filled. Calls changed(owner) for every shard touched.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "optireduce/byte_order.hpp"
 #include "optireduce/engine/clock_us.hpp"
@@ -342,10 +343,18 @@ bool TarCall::agree_on_fill() {
         (void)transport_.send(peer, Lane::control, header, piece);
       });
     }
-  // Every rank is at the end of its gather phase by now, or within a budget of it, or late
-  // beyond saving.
-  const auto until = std::min(after_us(Clock::now(), DeadlineController::agreement_wait_us(budget_.us[1])), hard_deadline_);
+  // A peer sends its list when its own all-gather closes, and a peer that lacks data keeps its
+  // phases open while data still comes (keep_waiting_until): so the wait covers the longest
+  // both phases may stretch, counted from the last peer's entry, and at least a budget. Waiting
+  // for a slow peer costs little: this rank's next call would wait for it too.
+  const auto last_entry = unheard_ == 0 ? std::max(all_heard_at_, start_) : Clock::now();
+  const auto peers_close_by = after_us(last_entry, DeadlineController::stretch_limit_us(budget_.us[0]) +
+                                                       DeadlineController::stretch_limit_us(budget_.us[1]));
+  const auto until = std::min(
+      std::max(after_us(Clock::now(), DeadlineController::agreement_wait_us(budget_.us[1])), peers_close_by), hard_deadline_);
+  const auto waited_from = Clock::now();
   const bool complete = wait(until, [&] { return s_.fill.complete(s_.ranks); }).ok();
+  if (!complete) log_incomplete_fill(waited_from);
   serving_resends_ = false;
   // A shard decoded meanwhile by the worker is decoded again if its data changes here.
   if (transformed_) s_.hadamard.quiesce();
@@ -353,6 +362,14 @@ bool TarCall::agree_on_fill() {
     if (transformed_) s_.hadamard.changed(owner);
   });
   return complete;
+}
+
+void TarCall::log_incomplete_fill(Clock::time_point waited_from) const {
+  std::string lacking;
+  for (int p = 0; p < s_.ranks; ++p)
+    if (p != s_.rank && !s_.fill.has_list(p)) lacking += (lacking.empty() ? "" : ",") + std::to_string(p);
+  OR_LOG(info, "call %llu: no list of missing chunks from rank(s) %s after %.1f ms; this rank fills without theirs",
+         static_cast<unsigned long long>(s_.epoch), lacking.c_str(), us_since(waited_from) / 1000.0);
 }
 
 bool TarCall::peers_served() const {

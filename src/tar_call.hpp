@@ -85,6 +85,7 @@ class TarCall {
   void on_resend_request(const Inbound& in, const InboundMessage& message);
   // Bounded calls: the ranks agree on the chunks every rank fills (fill_agreement.hpp).
   bool agree_on_fill();
+  void log_incomplete_fill(Clock::time_point waited_from) const;
   Status finish_sends(Clock::time_point phase_deadline);
   void teach_deadlines(Clock::time_point scatter_start, Clock::time_point gather_start);
   CallStats fail(Status status);
