@@ -16,10 +16,9 @@ void FillAgreement::begin(const ShardLayout& layout, std::uint64_t total_chunks,
   complete_sources_ = 0;
 }
 
-void FillAgreement::build_own_list(const AllGather& gather, const LossLedger& ledger, int rank, bool impose,
+void FillAgreement::build_own_list(const AllGather& gather, const LossLedger& ledger, int rank,
                                    std::vector<std::byte>& mine) {
   mine.assign(bitmap_bytes_, std::byte{0});
-  if (!impose) return;
   for (int p = 0; p < layout_.ranks(); ++p)
     for (std::uint32_t c = 0; c < layout_.chunks_in_shard(p); ++c)
       if (p != rank && !gather.has(p, c)) {

@@ -23,9 +23,10 @@ class FillAgreement {
   void begin(const ShardLayout& layout, std::uint64_t total_chunks, std::size_t max_piece_bytes);
   std::size_t pieces_per_rank() const { return pieces_per_rank_; }
 
-  // This rank's list, from what its all-gather holds; empty when `impose` is false (a rank that
-  // lost more than the call may lose keeps its loss to itself rather than wiping every replica).
-  void build_own_list(const AllGather& gather, const LossLedger& ledger, int rank, bool impose, std::vector<std::byte>& mine);
+  // This rank's list, from what its all-gather holds. Always the whole of it, however much that
+  // is: a rank that kept a large loss to itself would leave the replicas apart for good, where
+  // filling it everywhere costs one call (and the loss budget's window then turns to exact calls).
+  void build_own_list(const AllGather& gather, const LossLedger& ledger, int rank, std::vector<std::byte>& mine);
   // Calls send(offset, piece) for every piece of `mine` (the caller sends it to every peer).
   void for_each_piece(const std::vector<std::byte>& mine,
                       const std::function<void(std::uint64_t offset, std::span<const std::byte> piece)>& send) const;

@@ -323,8 +323,7 @@ void TarCall::reduce(std::uint32_t chunk, int lent_source, const float* lent) {
 }
 
 bool TarCall::agree_on_fill() {
-  const bool impose = double(s_.gather.missing_entries()) <= s_.options.loss_budget * double(request_.count);
-  s_.fill.build_own_list(s_.gather, s_.ledger, s_.rank, impose, staging_->missing);
+  s_.fill.build_own_list(s_.gather, s_.ledger, s_.rank, staging_->missing);
   const auto& mine = staging_->missing;
   for (int copy = 0; copy < FillAgreement::kCopies; ++copy)
     for (int k = 1; k < s_.ranks; ++k) {

@@ -556,6 +556,33 @@ TEST(BoundedEngine, DivergenceIsCountedExactly) {
   for (int r = 0; r < ranks; ++r) EXPECT_EQ(job.engines[r]->agreed().divergent_calls, differing) << "rank " << r;
 }
 
+TEST(BoundedEngine, ACallWhoseFewChunksAreMuchOfItKeepsReplicasIdentical) {
+  Watchdog dog(kNoHang, "FewChunks");
+  // One chunk per shard: a rank that lacks one all-gather chunk lacks a quarter of the call,
+  // more than the loss budget. Its list must still be filled everywhere (a rank keeping that
+  // loss to itself left replicas apart for good, as small DDP buckets did under loss).
+  const int ranks = 4;
+  const unsigned calibration = 2;
+  EngineOptions options = bounded_options(0.02, calibration, 0.2);
+  Job job = make_job(ranks, options);
+  ASSERT_FALSE(HasFailure());
+  const int calls = 2 + 8 * 8;
+  const auto seen = drive(job, std::vector<std::uint64_t>(calls, 64 * ranks));
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
+  expect_call_invariants(seen, true);
+  std::uint64_t lossy = 0, differing = 0;
+  for (const auto& row : seen) {
+    if (row[0].stats.kind != CallKind::bounded) continue;
+    lossy += std::any_of(row.begin(), row.end(), [](const Observed& o) { return o.stats.dropped_entries > 0; });
+    const bool agreed = std::all_of(row.begin(), row.end(), [](const Observed& o) { return o.stats.fill_agreed; });
+    const bool differs = std::any_of(row.begin(), row.end(), [&](const Observed& o) { return o.checksum != row[0].checksum; });
+    differing += differs;
+    EXPECT_FALSE(agreed && differs) << "call " << row[0].stats.sequence << ": replicas differ although every rank agreed the fill";
+  }
+  EXPECT_GT(lossy, 0u) << "2 % chunk loss should damage some of these calls";
+  for (int r = 0; r < ranks; ++r) EXPECT_LE(job.engines[r]->agreed().divergent_calls, differing) << "rank " << r;
+}
+
 TEST(BoundedEngine, LossOverBudgetSendsEveryRankToExactCallsAtTheSameCall) {
   Watchdog dog(kNoHang, "LossOverBudget");
   const int ranks = 4;

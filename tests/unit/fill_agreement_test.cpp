@@ -24,7 +24,7 @@ TEST(FillAgreement, TheUnionOfTheListsIsFilledEverywhere) {
   FillAgreement fill;
   fill.begin(layout, ledger.total_chunks(), 1);  // one byte per piece
   std::vector<std::byte> mine;
-  fill.build_own_list(gather, ledger, 0, true, mine);
+  fill.build_own_list(gather, ledger, 0, mine);
   ASSERT_EQ(mine.size(), 1u);
   EXPECT_EQ(mine[0], std::byte{1u << 6}) << "global chunk 4 + 2";
   // The peer lacks chunk 1 of this rank's shard.
