@@ -18,7 +18,9 @@ namespace optireduce {
 
 class FillAgreement {
  public:
-  static constexpr int kCopies = 2;
+  // How many times each list is sent: once where the transport delivers every send, twice where
+  // it may lose one (a lost list leaves replicas apart).
+  static int copies(bool reliable_transport) { return reliable_transport ? 1 : 2; }
 
   void begin(const ShardLayout& layout, std::uint64_t total_chunks, std::size_t max_piece_bytes);
   std::size_t pieces_per_rank() const { return pieces_per_rank_; }

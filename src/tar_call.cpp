@@ -137,13 +137,13 @@ void TarCall::begin(StagingBuffer& staging) {
   unheard_ = s_.ranks - 1;
   // One header slot per send of this call, sized up front: a transport reads a header until its
   // send completes. Scatter: every chunk of every other shard once; all-gather: every own chunk
-  // to every peer; a "done" to every peer; the missing lists twice.
+  // to every peer; a "done" to every peer; the missing lists (FillAgreement::copies).
   // Resends: every data send again once per round, and a request per round, phase and peer.
   const std::uint32_t own = s_.layout.chunks_in_shard(s_.rank);
   // Resends only where data can be lost, and not where losing it is the point (fault injection).
   s_.resends.begin(s_.ranks, traits.reliable || s_.options.faults.drop > 0 ? 0 : s_.options.resend_rounds);
   const std::size_t data_sends = static_cast<std::size_t>(s_.ledger.total_chunks() - own) + std::size_t{own} * (s_.ranks - 1);
-  const std::size_t sends = data_sends + static_cast<std::size_t>(1 + FillAgreement::kCopies * s_.fill.pieces_per_rank()) * (s_.ranks - 1) +
+  const std::size_t sends = data_sends + static_cast<std::size_t>(1 + FillAgreement::copies(traits.reliable) * s_.fill.pieces_per_rank()) * (s_.ranks - 1) +
                             s_.resends.rounds() * (data_sends + kTarPhases * (s_.ranks - 1));
   StagingPool::prepare(staging, count, sends, s_.ranks);
   transformed_ = bounded() && !probe_ &&
@@ -325,7 +325,8 @@ void TarCall::reduce(std::uint32_t chunk, int lent_source, const float* lent) {
 bool TarCall::agree_on_fill() {
   s_.fill.build_own_list(s_.gather, s_.ledger, s_.rank, staging_->missing);
   const auto& mine = staging_->missing;
-  for (int copy = 0; copy < FillAgreement::kCopies; ++copy)
+  sent_list_ = true;
+  for (int copy = 0; copy < FillAgreement::copies(transport_.traits().reliable); ++copy)
     for (int k = 1; k < s_.ranks; ++k) {
       const int peer = rotation_peer(s_.rank, s_.ranks, k);
       s_.fill.for_each_piece(mine, [&](std::uint64_t offset, std::span<const std::byte> piece) {
@@ -381,8 +382,9 @@ Status TarCall::finish_sends(Clock::time_point gather_deadline) {
   // Tell the peers we have what we need, and keep driving our own queued sends until each peer
   // has them (a shared-memory FIFO only moves while its sender progresses). A bounded call stops
   // at its deadline whatever is still queued.
+  // A list of missing chunks already said so (a peer's all-gather takes nothing after it).
   Status st;
-  for (int k = 1; k < s_.ranks && st.ok(); ++k)
+  for (int k = 1; k < s_.ranks && st.ok() && !sent_list_; ++k)
     st = send(rotation_peer(s_.rank, s_.ranks, k), MessageKind::peer_done, {0, 0}, WireHeader::kFlagLastSlice, nullptr);
   if (st.ok()) {
     st = wait(bounded() ? std::min(gather_deadline, hard_deadline_) : hard_deadline_, [&] { return peers_served(); });

@@ -136,6 +136,8 @@ class TarCall {
   bool waited_for_entry_ = false;       // a phase was held for a peer that had not entered
   // Until the fill agreement may change the staged data (or the call ends without one).
   bool serving_resends_ = true;
+  // This rank sent its list of missing chunks: to its peers that says it is done, too.
+  bool sent_list_ = false;
 };
 
 }  // namespace optireduce

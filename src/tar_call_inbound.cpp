@@ -93,6 +93,8 @@ void TarCall::on_missing_list(const Inbound& in, const InboundMessage& message) 
     return;
   }
   s_.fill.accept(static_cast<int>(in.header.source), *piece, in.header, message);
+  // The peer's all-gather has closed: it needs nothing more from this rank (as a peer_done says).
+  s_.done_from[in.header.source] = 1;
 }
 
 }  // namespace optireduce
