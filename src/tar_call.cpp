@@ -276,6 +276,11 @@ Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_poi
   // budget: the fill agreement makes every rank's missing chunks everybody's, so the call loses
   // at most the budget.
   if (missing_is_late() && over_budget_share(loss_if_closed(phase))) return hard_deadline_;
+  // A peer that entered late first works through what queued for it meanwhile: what it sends
+  // after its entry is late too, for as long as its phases may stretch from then.
+  if (waited_for_entry_ && !probe_ && s_.options.faults.drop <= 0 && over_budget_share(loss_if_closed(phase)))
+    return std::min(hard_deadline_, after_us(all_heard_at_, DeadlineController::stretch_limit_us(budget_.us[0]) +
+                                                                DeadlineController::stretch_limit_us(budget_.us[1])));
   // While data still comes, the network is delivering: wait until it has been quiet a while
   // (once every sender's last slices are in, only a grace: the rest is in flight or lost).
   const double gap = last_slices_in ? DeadlineController::grace_us(budget) : DeadlineController::quiet_gap_us(budget);
