@@ -143,7 +143,8 @@ void TarCall::begin(StagingBuffer& staging) {
   // Resends only where data can be lost, and not where losing it is the point (fault injection).
   s_.resends.begin(s_.ranks, traits.reliable || s_.options.faults.drop > 0 ? 0 : s_.options.resend_rounds);
   const std::size_t data_sends = static_cast<std::size_t>(s_.ledger.total_chunks() - own) + std::size_t{own} * (s_.ranks - 1);
-  const std::size_t sends = data_sends + static_cast<std::size_t>(1 + FillAgreement::copies(traits.reliable) * s_.fill.pieces_per_rank()) * (s_.ranks - 1) +
+  list_copies_ = FillAgreement::copies(traits.reliable);
+  const std::size_t sends = data_sends + static_cast<std::size_t>(1 + list_copies_ * s_.fill.pieces_per_rank()) * (s_.ranks - 1) +
                             s_.resends.rounds() * (data_sends + kTarPhases * (s_.ranks - 1));
   StagingPool::prepare(staging, count, sends, s_.ranks);
   transformed_ = bounded() && !probe_ &&
@@ -275,12 +276,8 @@ Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_poi
   // not lost, is waited for as an exact call does. Each rank holds its own loss to a share of the
   // budget: the fill agreement makes every rank's missing chunks everybody's, so the call loses
   // at most the budget.
-  if (missing_is_late() && over_budget_share(loss_if_closed(phase))) return hard_deadline_;
-  // A peer that entered late first works through what queued for it meanwhile: what it sends
-  // after its entry is late too, for as long as its phases may stretch from then.
-  if (waited_for_entry_ && !probe_ && s_.options.faults.drop <= 0 && over_budget_share(loss_if_closed(phase)))
-    return std::min(hard_deadline_, after_us(all_heard_at_, DeadlineController::stretch_limit_us(budget_.us[0]) +
-                                                                DeadlineController::stretch_limit_us(budget_.us[1])));
+  if (const auto late_until = missing_late_until(); late_until != Clock::time_point::min() && over_budget_share(loss_if_closed(phase)))
+    return late_until;
   // While data still comes, the network is delivering: wait until it has been quiet a while
   // (once every sender's last slices are in, only a grace: the rest is in flight or lost).
   const double gap = last_slices_in ? DeadlineController::grace_us(budget) : DeadlineController::quiet_gap_us(budget);
@@ -297,11 +294,20 @@ bool TarCall::over_budget_share(double loss) const {
   return s_.options.loss_budget < 1 && loss > s_.options.loss_budget / s_.ranks;
 }
 
-bool TarCall::missing_is_late() const {
+Clock::time_point TarCall::missing_late_until() const {
   // Not when faults are injected (a discarded chunk never comes), nor in a probe (it times the
   // datagram path within its budget).
-  if (probe_ || s_.options.faults.drop > 0) return false;
-  return transport_.traits().reliable || unheard_ > 0;
+  if (probe_ || s_.options.faults.drop > 0) return Clock::time_point::min();
+  if (transport_.traits().reliable || unheard_ > 0) return hard_deadline_;
+  // A peer that entered late first works through what queued for it meanwhile: what it sends
+  // after its entry is late too, for as long as its phases may stretch from then.
+  if (waited_for_entry_) return peers_close_by(all_heard_at_);
+  return Clock::time_point::min();
+}
+
+Clock::time_point TarCall::peers_close_by(Clock::time_point last_entry) const {
+  return std::min(hard_deadline_, after_us(last_entry, DeadlineController::stretch_limit_us(budget_.us[0]) +
+                                                           DeadlineController::stretch_limit_us(budget_.us[1])));
 }
 
 void TarCall::reduce_ready() {
@@ -331,7 +337,7 @@ bool TarCall::agree_on_fill() {
   s_.fill.build_own_list(s_.gather, s_.ledger, s_.rank, staging_->missing);
   const auto& mine = staging_->missing;
   sent_list_ = true;
-  for (int copy = 0; copy < FillAgreement::copies(transport_.traits().reliable); ++copy)
+  for (int copy = 0; copy < list_copies_; ++copy)
     for (int k = 1; k < s_.ranks; ++k) {
       const int peer = rotation_peer(s_.rank, s_.ranks, k);
       s_.fill.for_each_piece(mine, [&](std::uint64_t offset, std::span<const std::byte> piece) {
@@ -353,10 +359,8 @@ bool TarCall::agree_on_fill() {
   // both phases may stretch, counted from the last peer's entry, and at least a budget. Waiting
   // for a slow peer costs little: this rank's next call would wait for it too.
   const auto last_entry = unheard_ == 0 ? std::max(all_heard_at_, start_) : Clock::now();
-  const auto peers_close_by = after_us(last_entry, DeadlineController::stretch_limit_us(budget_.us[0]) +
-                                                       DeadlineController::stretch_limit_us(budget_.us[1]));
   const auto until = std::min(
-      std::max(after_us(Clock::now(), DeadlineController::agreement_wait_us(budget_.us[1])), peers_close_by), hard_deadline_);
+      std::max(after_us(Clock::now(), DeadlineController::agreement_wait_us(budget_.us[1])), peers_close_by(last_entry)), hard_deadline_);
   const auto waited_from = Clock::now();
   const bool complete = wait(until, [&] { return s_.fill.complete(s_.ranks); }).ok();
   if (!complete) log_incomplete_fill(waited_from);
@@ -389,8 +393,9 @@ Status TarCall::finish_sends(Clock::time_point gather_deadline) {
   // at its deadline whatever is still queued.
   // A list of missing chunks already said so (a peer's all-gather takes nothing after it).
   Status st;
-  for (int k = 1; k < s_.ranks && st.ok() && !sent_list_; ++k)
-    st = send(rotation_peer(s_.rank, s_.ranks, k), MessageKind::peer_done, {0, 0}, WireHeader::kFlagLastSlice, nullptr);
+  if (!sent_list_)
+    for (int k = 1; k < s_.ranks && st.ok(); ++k)
+      st = send(rotation_peer(s_.rank, s_.ranks, k), MessageKind::peer_done, {0, 0}, WireHeader::kFlagLastSlice, nullptr);
   if (st.ok()) {
     st = wait(bounded() ? std::min(gather_deadline, hard_deadline_) : hard_deadline_, [&] { return peers_served(); });
     if (bounded() && st.code() == StatusCode::timeout) st = {};

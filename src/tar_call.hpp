@@ -102,12 +102,15 @@ class TarCall {
   bool peers_served() const;
   // The first message of this call from a peer: it has entered the call.
   void note_heard(std::uint32_t source, Clock::time_point arrived);
-  // Whether what a phase still lacks is late rather than lost: over a transport that delivers
-  // everything, or while a peer nothing of this call came from has not entered it yet (a
-  // checkpoint, an evaluation, a descheduled process). Then a phase that would lose more than
-  // this rank's share of the loss budget waits (up to the hard cap); a phase held for a peer's
-  // entry counts its deadline from that arrival.
-  bool missing_is_late() const;
+  // Until when what a phase still lacks is late rather than lost (min() when it may be lost):
+  // over a transport that delivers everything, or while a peer nothing of this call came from
+  // has not entered it yet (a checkpoint, an evaluation, a descheduled process), the hard cap;
+  // after a late entry, as long as that peer's phases may stretch. Then a phase that would lose
+  // more than this rank's share of the loss budget waits; a phase held for a peer's entry counts
+  // its deadline from that arrival.
+  Clock::time_point missing_late_until() const;
+  // When every peer's phases have closed at the latest, from the last peer's entry.
+  Clock::time_point peers_close_by(Clock::time_point last_entry) const;
   // Going on now would lose more than this rank's share of the loss budget (a call that loses
   // more than the budget is not a result).
   bool over_budget_share(double loss) const;
@@ -138,6 +141,7 @@ class TarCall {
   bool serving_resends_ = true;
   // This rank sent its list of missing chunks: to its peers that says it is done, too.
   bool sent_list_ = false;
+  int list_copies_ = 1;  // FillAgreement::copies for this call's transport
 };
 
 }  // namespace optireduce
