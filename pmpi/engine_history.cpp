@@ -11,6 +11,7 @@ void EngineHistory::add(const Engine& e) {
   fallbacks += e.agreed().fallbacks;
   injected_drops += e.agreed().injected_drops;
   fill_agreement_incomplete += e.agreed().fill_agreement_incomplete;
+  calibration_reruns += e.agreed().calibration_reruns;
   resend_requests += e.agreed().resend_requests;
   resend_chunks_asked += e.agreed().resend_chunks_asked;
   resent_chunks += e.agreed().resent_chunks;

@@ -19,6 +19,7 @@ struct EngineHistory {
   unsigned long long fallbacks = 0;
   unsigned long long injected_drops = 0;
   unsigned long long fill_agreement_incomplete = 0;
+  unsigned long long calibration_reruns = 0;
   unsigned long long resend_requests = 0, resend_chunks_asked = 0, resent_chunks = 0;
   std::set<std::string> transports;
   LateArrivals late;  // what the deadlines did not wait for, summed over engines

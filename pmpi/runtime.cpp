@@ -85,6 +85,7 @@ RankReport this_rank(int rank) {
   r.fallbacks = h.fallbacks;
   r.injected_drops = h.injected_drops;
   r.fill_agreement_incomplete = h.fill_agreement_incomplete;
+  r.calibration_reruns = h.calibration_reruns;
   r.resend_requests = h.resend_requests;
   r.resend_chunks_asked = h.resend_chunks_asked;
   r.resent_chunks = h.resent_chunks;

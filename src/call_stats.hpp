@@ -72,6 +72,9 @@ struct AgreedCounts {
   std::uint64_t fallbacks = 0;        // times the loss budget sent the communicator to exact
   std::uint64_t injected_drops = 0;   // chunks discarded by OPTIREDUCE_FAULT_DROP (this rank)
   std::uint64_t fill_agreement_incomplete = 0;  // bounded calls that filled without every rank's list (this rank)
+  // Calibration calls whose run over the datagram path missed data somewhere and ran again over
+  // the exact path (agreed).
+  std::uint64_t calibration_reruns = 0;
   // Resends (resend.hpp), this rank: lists asking for lost chunks, the chunks they named, the
   // chunks sent again on the peers' requests.
   std::uint64_t resend_requests = 0, resend_chunks_asked = 0, resent_chunks = 0;

@@ -94,10 +94,15 @@ double DeadlineController::bound_us(unsigned cls, TarPhase phase) const {
   return it == classes_.end() || !it->second.calibrated ? 0.0 : it->second.bound[static_cast<std::size_t>(phase)];
 }
 
-double DeadlineController::probe_budget_us(unsigned cls, double exact_us) {
+double DeadlineController::probe_budget_us(unsigned cls) const {
+  auto it = classes_.find(cls);
+  if (it == classes_.end() || it->second.fastest_exact_us <= 0) return 0.0;
+  return std::min(options_.cap_us, std::max(kProbeBudgetFloorUs, kProbeBudgetFactor * it->second.fastest_exact_us));
+}
+
+void DeadlineController::note_exact_call(unsigned cls, double exact_us) {
   double& fastest = classes_[cls].fastest_exact_us;
   fastest = fastest > 0 ? std::min(fastest, exact_us) : exact_us;
-  return std::min(options_.cap_us, kProbeBudgetFactor * fastest);
 }
 
 double DeadlineController::pace_bytes_per_s(double bytes, double call_us) {

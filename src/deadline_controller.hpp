@@ -98,10 +98,13 @@ class DeadlineController {
   // the end of its own all-gather (TarCall::agree_on_fill waits longer for a peer whose phases
   // may still be stretching); giving up earlier leaves replicas different.
   static double agreement_wait_us(double gather_budget_us) { return std::max(kAgreeMinUs, gather_budget_us); }
-  // A timing run of the datagram path beside an exact call (calibration over a transport that
-  // may lose data) may take this long: a multiple of the fastest exact call of the class, so
-  // the first call's connection set-up cannot stretch it.
-  double probe_budget_us(unsigned size_class, double exact_us);
+  // A run of the datagram path during calibration (a probe beside an exact call, or a call made
+  // exact by resends) may take this long: a multiple of the fastest exact call of the class, so
+  // the first call's connection set-up cannot stretch it, with room for the resend rounds. 0
+  // before the class's first exact call.
+  double probe_budget_us(unsigned size_class) const;
+  // An exact call of the class took this long (any path).
+  void note_exact_call(unsigned size_class, double exact_us);
   // Datagrams still queued before an exact call are pushed out for at most this long.
   static double drain_before_exact_us() { return kDrainBeforeExactUs; }
   // The pace of datagrams: the rate at which a calibration call moved `bytes` of this rank's
@@ -131,6 +134,8 @@ class DeadlineController {
   static constexpr double kAgreeMinUs = 500;
   static constexpr std::size_t kWarmCalibrationCalls = 8;
   static constexpr double kProbeBudgetFactor = 4.0;
+  // Room for resend rounds even where the exact call was short (they wait a floor each).
+  static constexpr double kProbeBudgetFloorUs = 4 * kResendFloorUs;
   static constexpr double kDrainBeforeExactUs = 20000;
   static constexpr double kPaceHeadroom = 2.0;
 

@@ -83,6 +83,8 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
     stats = exact_over_bootstrap(input, output, count, std::move(stats), start);
   } else if (stats.kind == CallKind::bounded) {
     stats = run_tar(*bounded_path(), {input, output, count, cls, nullptr}, std::move(stats), start);
+  } else if (stats.kind == CallKind::calibration && calibrates_over_datagrams(cls)) {
+    stats = calibrate_over_datagrams(input, output, count, std::move(stats), cls, start);
   } else if (paths_.exact) {
     const bool probe_after = stats.kind != CallKind::exact && paths_.bounded != nullptr;
     stats = run_tar(*paths_.exact, {input, output, count, cls, nullptr, !probe_after}, std::move(stats), start);
@@ -180,22 +182,69 @@ CallStats Engine::probe(const float* input, std::uint64_t count, CallStats stats
   // The result is exact already. Now time the bounded transport on the same data, so that
   // bounded calls get the deadlines of the network they will run on, not those of the exact path.
   if (state_.probe_output.size() < count) state_.probe_output.resize(count);
+  state_.deadlines.note_exact_call(cls, exact_us);
   PhaseDeadlines budget;
-  budget.us.fill(state_.deadlines.probe_budget_us(cls, exact_us));
+  budget.us.fill(state_.deadlines.probe_budget_us(cls));
   const CallStats probed = run_tar(*bounded_path(), {input, state_.probe_output.data(), count, cls, &budget}, stats, Clock::now());
   if (!probed.ok()) stats.status = probed.status;
-  if (stats.kind == CallKind::calibration && probed.ok()) {
-    // This rank's sends in all: its contributions to every other shard, its shard to every peer.
-    const double own = double(ShardLayout(count, state_.ranks, state_.options.chunk_elems).shard_size(state_.rank));
-    const double bytes = (double(count) - own + own * (state_.ranks - 1)) * sizeof(float);
-    // The pace of the path bounded calls take, the fastest of the calibration's probes: the
-    // exact call rides TCP, and one retransmission timeout there would throttle every bounded
-    // call that follows.
-    const double pace = state_.deadlines.pace_bytes_per_s(bytes, probed.latency_us);
-    if (!state_.deadlines.calibrating(cls)) bounded_path()->transport->suggest_pace(pace);
-  }
+  if (stats.kind == CallKind::calibration && probed.ok()) learn_pace(cls, count, probed.latency_us);
   stats.latency_us += probed.latency_us;
   return stats;
+}
+
+bool Engine::calibrates_over_datagrams(unsigned cls) const {
+  // Once the class has an exact call to size the run's budget by, over a bounded transport of its
+  // own that asks again for what it lost. The same answer on every rank: each ran that call.
+  return paths_.bounded != nullptr && state_.options.resend_rounds > 0 && !paths_.bounded->transport->traits().reliable &&
+         state_.deadlines.probe_budget_us(cls) > 0;
+}
+
+CallStats Engine::calibrate_over_datagrams(const float* input, float* output, std::uint64_t count, CallStats stats,
+                                           unsigned cls, Clock::time_point start) {
+  // One run of the path bounded calls take, timed as a probe is; where every rank got everything
+  // (lost datagrams asked for again) its result is exact and the call is done. Otherwise the call
+  // runs again over the exact path, which over a lossy network waits out the retransmissions a
+  // datagram path avoids. In place, the run writes elsewhere: the exact run needs the input.
+  float* target = output;
+  if (input == output) {
+    if (state_.probe_output.size() < count) state_.probe_output.resize(count);
+    target = state_.probe_output.data();
+  }
+  PhaseDeadlines budget;
+  budget.us.fill(state_.deadlines.probe_budget_us(cls));
+  CallStats timed = run_tar(*bounded_path(), {input, target, count, cls, &budget, true, true}, stats, start);
+  if (!timed.ok()) return timed;
+  learn_pace(cls, count, timed.latency_us);
+  // Exact only where it is exact everywhere: the ranks agree over the bootstrap, after pushing
+  // out what peers may still wait for.
+  drain_bounded_sends();
+  float incomplete = timed.cut ? 1.0f : 0.0f;
+  if (!state_.bootstrap->allreduce_sum(&incomplete, &incomplete, 1)) {
+    timed.status = PeerError("the agreement on a calibration call over the job's MPI failed");
+    return timed;
+  }
+  if (incomplete == 0.0f) {
+    if (target != output) std::memcpy(output, target, count * sizeof(float));
+    timed.latency_us = us_since(start);
+    timed.deadline_us = {};  // the run's budget bounded its wait, not its result
+    state_.deadlines.note_exact_call(cls, timed.latency_us);
+    return timed;
+  }
+  // The datagram run taught the deadlines already; this one only makes the result exact.
+  ++state_.agreed.calibration_reruns;
+  if (paths_.exact) return run_tar(*paths_.exact, {input, output, count, cls, nullptr, false}, std::move(stats), start);
+  return exact_over_bootstrap(input, output, count, std::move(stats), start);
+}
+
+void Engine::learn_pace(unsigned cls, std::uint64_t count, double call_us) {
+  // This rank's sends in all: its contributions to every other shard, its shard to every peer.
+  const double own = double(ShardLayout(count, state_.ranks, state_.options.chunk_elems).shard_size(state_.rank));
+  const double bytes = (double(count) - own + own * (state_.ranks - 1)) * sizeof(float);
+  // The pace of the path bounded calls take, the fastest of the calibration's runs of it: the
+  // exact calls may ride TCP, and one retransmission timeout there would throttle every bounded
+  // call that follows.
+  const double pace = state_.deadlines.pace_bytes_per_s(bytes, call_us);
+  if (!state_.deadlines.calibrating(cls)) bounded_path()->transport->suggest_pace(pace);
 }
 
 EngineState::EngineState(int rank_, int ranks_, std::uint64_t comm_id_, const EngineOptions& options_,

@@ -113,6 +113,7 @@ std::string render_rank(const RankReport& r) {
     << ", \"wait_us\": " << number(r.late.wait_us) << ", \"call_wait_us\": " << number(r.late.call_wait_us) << "}"
     << ", \"divergent_calls\": " << r.divergent_calls << ", \"fallbacks\": " << r.fallbacks
     << ", \"injected_drops\": " << r.injected_drops << ", \"fill_agreement_incomplete\": " << r.fill_agreement_incomplete
+    << ", \"calibration_reruns\": " << r.calibration_reruns
     << ", \"resends\": {\"requests\": " << r.resend_requests << ", \"chunks_asked\": " << r.resend_chunks_asked
     << ", \"chunks_resent\": " << r.resent_chunks << "}"
     << ", \"engines_created\": " << s.engines_created << ", \"engine_failures\": " << s.engine_failures

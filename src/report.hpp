@@ -26,6 +26,7 @@ struct RankReport {
   unsigned long long fallbacks = 0;
   unsigned long long injected_drops = 0;
   unsigned long long fill_agreement_incomplete = 0;  // bounded calls that filled without every rank's list
+  unsigned long long calibration_reruns = 0;  // calibration calls run again over the exact path
   unsigned long long resend_requests = 0, resend_chunks_asked = 0, resent_chunks = 0;  // lost datagrams asked for again
   LateArrivals late;  // data that came after its call had closed; call_wait_us: the wait saved
   std::map<std::string, unsigned long long> rejected_by_reason;

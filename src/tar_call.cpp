@@ -102,9 +102,10 @@ Status TarCall::run_all_gather(Clock::time_point gather_start, Clock::time_point
                                [&](int p) { return s_.layout.chunks_in_shard(p) > 0; }));
   if (!s_.gather.complete() && !bounded()) return Timeout("the all-gather did not complete");
   if (!s_.gather.complete()) stats_.cut = true;
-  if (bounded() && !probe_ && s_.ranks > 1 && s_.options.agree_fill && s_.options.fill == FillPolicy::zero) {
+  if (bounded() && s_.ranks > 1 &&
+      (request_.exact_by_resends || (!probe_ && s_.options.agree_fill && s_.options.fill == FillPolicy::zero))) {
     stats_.fill_agreed = agree_on_fill();
-    if (!stats_.fill_agreed) ++s_.agreed.fill_agreement_incomplete;
+    if (!stats_.fill_agreed && !probe_) ++s_.agreed.fill_agreement_incomplete;
   }
   serving_resends_ = false;
   if (!s_.gather.complete()) s_.gather.fill_missing(gather_target(), s_.options.fill, scatter_source_, s_.ledger);

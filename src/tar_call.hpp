@@ -23,6 +23,9 @@ struct TarRequest {
   // Whether an exact call's phase times teach the deadlines (calibration, fallback): not when
   // bounded calls run over another transport, which a probe then times instead.
   bool teaches = true;
+  // A probe that is a calibration call made exact by resends (Engine::calibrate_over_datagrams):
+  // its ranks stay in the call, answering resends, until every peer's list of missing chunks came.
+  bool exact_by_resends = false;
 };
 
 class TarCall {

@@ -529,6 +529,53 @@ TEST(BoundedEngine, ResendsRepairWhatTheNetworkLost) {
   }
 }
 
+// Calibration over a network that may lose data: after a class's first call (exact over the
+// reliable transport, to size the budget) the calls run over the lossy path, exact where resends
+// brought everything to every rank, and again over the reliable path where some rank still lacks
+// data. Either way every calibration call is bitwise exact, and every rank takes the same path.
+TEST(BoundedEngine, CalibrationRunsOverTheLossyPathAndStaysExact) {
+  Watchdog dog(kNoHang, "CalibrationRunsOverTheLossyPathAndStaysExact");
+  const int ranks = 4, calibration = 6, calls = 10;
+  const std::uint64_t count = 64 * ranks * 8;
+  struct Case {
+    const char* what;
+    bool repairable;  // resends bring what was lost
+  };
+  for (const Case& net : {Case{"first copies lost", true}, Case{"rank 1 never reaches rank 2", false}}) {
+    SCOPED_TRACE(net.what);
+    EngineOptions options = bounded_options(0.0, calibration, 1.0);
+    auto loss = std::make_shared<FirstCopyLoss>();
+    testing::InProcNetwork network;
+    network.traits.can_abandon_sends = true;
+    if (net.repairable)
+      network.drop = [loss](int from, int to, std::span<const std::byte> header) { return (*loss)(from, to, header); };
+    else
+      network.drop = [](int from, int to, std::span<const std::byte>) { return from == 1 && to == 2; };
+    Job job = testing::start_inproc_job(ranks, options, &network);
+    for (int r = 0; r < ranks; ++r) ASSERT_TRUE(job.engines[r]) << "rank " << r;
+    const auto seen = drive(job, std::vector<std::uint64_t>(calls, count));
+    ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
+    expect_call_invariants(seen, true);
+    // A run the host delays past its budget runs again too, so where resends repair everything
+    // most calls (not necessarily all) stay on the lossy path.
+    unsigned over_reliable = 0;
+    for (int c = 0; c < calibration; ++c) {
+      for (int r = 0; r < ranks; ++r) {
+        const Observed& o = seen[c][r];
+        ASSERT_EQ(o.stats.kind, CallKind::calibration) << describe(o, c, r);
+        EXPECT_EQ(o.differing, 0u) << describe(o, c, r) << ": a calibration call is not exact";
+        EXPECT_EQ(o.stats.transport, seen[c][0].stats.transport) << describe(o, c, r) << ": ranks took different paths";
+      }
+      if (c == 0 || !net.repairable) EXPECT_EQ(seen[c][0].stats.transport, "ucx") << "call " << c;
+      over_reliable += seen[c][0].stats.transport == "ucx";
+    }
+    if (net.repairable) EXPECT_LE(over_reliable, unsigned(calibration) / 2) << "calibration calls that ran over the reliable path";
+    for (int r = 0; r < ranks; ++r)
+      EXPECT_EQ(job.engines[r]->agreed().calibration_reruns, over_reliable - 1) << "rank " << r;
+    for (int c = calibration; c < calls; ++c) EXPECT_EQ(seen[c][0].stats.kind, CallKind::bounded);
+  }
+}
+
 TEST(BoundedEngine, DivergenceIsCountedExactly) {
   Watchdog dog(kNoHang, "Divergence");
   // Without the fill agreement each rank fills only the all-gather chunks it lacked, so under
