@@ -96,13 +96,19 @@ double DeadlineController::bound_us(unsigned cls, TarPhase phase) const {
 
 double DeadlineController::probe_budget_us(unsigned cls) const {
   auto it = classes_.find(cls);
-  if (it == classes_.end() || it->second.fastest_exact_us <= 0) return 0.0;
-  return std::min(options_.cap_us, std::max(kProbeBudgetFloorUs, kProbeBudgetFactor * it->second.fastest_exact_us));
+  double reference = it != classes_.end() ? it->second.fastest_exact_us : 0.0;
+  // A class without an exact call yet: another class's fastest time per byte, for this class's
+  // largest calls; before any exact call, a first budget.
+  if (reference <= 0 && fastest_us_per_byte_ > 0) reference = fastest_us_per_byte_ * std::ldexp(1.0, static_cast<int>(cls) + 1);
+  if (reference <= 0) return std::min(options_.cap_us, kFirstRunBudgetUs);
+  return std::min(options_.cap_us, std::max(kProbeBudgetFloorUs, kProbeBudgetFactor * reference));
 }
 
 void DeadlineController::note_exact_call(unsigned cls, double exact_us) {
   double& fastest = classes_[cls].fastest_exact_us;
   fastest = fastest > 0 ? std::min(fastest, exact_us) : exact_us;
+  const double per_byte = exact_us / std::ldexp(1.0, static_cast<int>(cls));
+  fastest_us_per_byte_ = fastest_us_per_byte_ > 0 ? std::min(fastest_us_per_byte_, per_byte) : per_byte;
 }
 
 double DeadlineController::pace_bytes_per_s(double bytes, double call_us) {

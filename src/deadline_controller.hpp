@@ -99,9 +99,9 @@ class DeadlineController {
   // may still be stretching); giving up earlier leaves replicas different.
   static double agreement_wait_us(double gather_budget_us) { return std::max(kAgreeMinUs, gather_budget_us); }
   // A run of the datagram path during calibration (a probe beside an exact call, or a call made
-  // exact by resends) may take this long: a multiple of the fastest exact call of the class, so
-  // the first call's connection set-up cannot stretch it, with room for the resend rounds. 0
-  // before the class's first exact call.
+  // exact by resends) may take this long: a multiple of the fastest exact call of the class (or
+  // of another class, per byte), so the first call's connection set-up cannot stretch it, with
+  // room for the resend rounds; before any exact call, a first budget.
   double probe_budget_us(unsigned size_class) const;
   // An exact call of the class took this long (any path).
   void note_exact_call(unsigned size_class, double exact_us);
@@ -136,6 +136,9 @@ class DeadlineController {
   static constexpr double kProbeBudgetFactor = 4.0;
   // Room for resend rounds even where the exact call was short (they wait a floor each).
   static constexpr double kProbeBudgetFloorUs = 4 * kResendFloorUs;
+  // The communicator's first run over datagrams has nothing to go by: what it cannot finish in
+  // this runs again over the exact path.
+  static constexpr double kFirstRunBudgetUs = 1e6;
   static constexpr double kDrainBeforeExactUs = 20000;
   static constexpr double kPaceHeadroom = 2.0;
 
@@ -151,6 +154,7 @@ class DeadlineController {
   mutable std::vector<double> scratch_;  // bounded_budget's median, without an allocation per call
   bool any_calibrated_ = false;  // some size class has calibrated: the others need fewer calls
   double pace_bytes_per_s_ = 0;
+  double fastest_us_per_byte_ = 0;  // of the exact calls of any class (per byte of its class's smallest call)
 };
 
 // The stamps of one call: the first of each sender per phase (a chatty sender does not

@@ -83,7 +83,7 @@ CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t
     stats = exact_over_bootstrap(input, output, count, std::move(stats), start);
   } else if (stats.kind == CallKind::bounded) {
     stats = run_tar(*bounded_path(), {input, output, count, cls, nullptr}, std::move(stats), start);
-  } else if (stats.kind == CallKind::calibration && calibrates_over_datagrams(cls)) {
+  } else if (stats.kind == CallKind::calibration && calibrates_over_datagrams()) {
     stats = calibrate_over_datagrams(input, output, count, std::move(stats), cls, start);
   } else if (paths_.exact) {
     const bool probe_after = stats.kind != CallKind::exact && paths_.bounded != nullptr;
@@ -192,11 +192,10 @@ CallStats Engine::probe(const float* input, std::uint64_t count, CallStats stats
   return stats;
 }
 
-bool Engine::calibrates_over_datagrams(unsigned cls) const {
-  // Once the class has an exact call to size the run's budget by, over a bounded transport of its
-  // own that asks again for what it lost. The same answer on every rank: each ran that call.
-  return paths_.bounded != nullptr && state_.options.resend_rounds > 0 && !paths_.bounded->transport->traits().reliable &&
-         state_.deadlines.probe_budget_us(cls) > 0;
+bool Engine::calibrates_over_datagrams() const {
+  // Over a bounded transport of its own that asks again for what it lost. The same answer on
+  // every rank.
+  return paths_.bounded != nullptr && state_.options.resend_rounds > 0 && !paths_.bounded->transport->traits().reliable;
 }
 
 CallStats Engine::calibrate_over_datagrams(const float* input, float* output, std::uint64_t count, CallStats stats,
@@ -214,7 +213,9 @@ CallStats Engine::calibrate_over_datagrams(const float* input, float* output, st
   budget.us.fill(state_.deadlines.probe_budget_us(cls));
   CallStats timed = run_tar(*bounded_path(), {input, target, count, cls, &budget, true, true}, stats, start);
   if (!timed.ok()) return timed;
-  learn_pace(cls, count, timed.latency_us);
+  // What it needed per phase, a late peer's entry not counted (TarCall::teach_deadlines).
+  const PhaseTimes needed = state_.my_estimate_us;
+  const double run_us = timed.latency_us;
   // Exact only where it is exact everywhere: the ranks agree over the bootstrap, after pushing
   // out what peers may still wait for.
   drain_bounded_sends();
@@ -228,12 +229,24 @@ CallStats Engine::calibrate_over_datagrams(const float* input, float* output, st
     timed.latency_us = us_since(start);
     timed.deadline_us = {};  // the run's budget bounded its wait, not its result
     state_.deadlines.note_exact_call(cls, timed.latency_us);
+    state_.record_calibration(cls, needed);
+    learn_pace(cls, count, run_us);
     return timed;
   }
-  // The datagram run taught the deadlines already; this one only makes the result exact.
+  // The run's phase times teach no more than a probe beside this exact call could have taken.
   ++state_.agreed.calibration_reruns;
-  if (paths_.exact) return run_tar(*paths_.exact, {input, output, count, cls, nullptr, false}, std::move(stats), start);
-  return exact_over_bootstrap(input, output, count, std::move(stats), start);
+  const auto rerun_from = Clock::now();
+  stats = paths_.exact ? run_tar(*paths_.exact, {input, output, count, cls, nullptr, false}, std::move(stats), start)
+                       : exact_over_bootstrap(input, output, count, std::move(stats), start);
+  if (!stats.ok()) return stats;
+  state_.deadlines.note_exact_call(cls, us_since(rerun_from));
+  const double most = state_.deadlines.probe_budget_us(cls);
+  PhaseTimes taught;
+  for (std::size_t p = 0; p < kTarPhases; ++p)
+    taught[p] = std::min(DeadlineController::probe_estimate_us(needed[p], timed.phase_us[p]), most);
+  state_.record_calibration(cls, taught);
+  learn_pace(cls, count, run_us);
+  return stats;
 }
 
 void Engine::learn_pace(unsigned cls, std::uint64_t count, double call_us) {

@@ -74,10 +74,9 @@ class Engine {
   // Calibration and fallback calls whose bounded calls go over another transport: a timing run
   // of that transport on the same data teaches the deadlines (the result is already exact).
   CallStats probe(const float* input, std::uint64_t count, CallStats stats, unsigned size_class, double exact_us);
-  // Calibration over a bounded transport that may lose data, once the class has a reference:
-  // the call runs there first, exact by resends where every rank got everything, and again over
-  // the exact path where some rank did not.
-  bool calibrates_over_datagrams(unsigned size_class) const;
+  // Calibration over a bounded transport that may lose data: the call runs there first, exact by
+  // resends where every rank got everything, and again over the exact path where some rank did not.
+  bool calibrates_over_datagrams() const;
   CallStats calibrate_over_datagrams(const float* input, float* output, std::uint64_t count, CallStats stats,
                                      unsigned size_class, Clock::time_point start);
   // The pace of datagrams from a calibration run of the bounded transport.

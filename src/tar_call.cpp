@@ -297,8 +297,9 @@ bool TarCall::over_budget_share(double loss) const {
 
 Clock::time_point TarCall::missing_late_until() const {
   // Not when faults are injected (a discarded chunk never comes), nor in a probe (it times the
-  // datagram path within its budget).
-  if (probe_ || s_.options.faults.drop > 0) return Clock::time_point::min();
+  // datagram path within its budget); a calibration call made exact by resends waits for a late
+  // entry as a bounded call does, since what it lacks is asked for again only once it came.
+  if ((probe_ && !request_.exact_by_resends) || s_.options.faults.drop > 0) return Clock::time_point::min();
   if (transport_.traits().reliable || unheard_ > 0) return hard_deadline_;
   // A peer that entered late first works through what queued for it meanwhile: what it sends
   // after its entry is late too, for as long as its phases may stretch from then.
@@ -418,9 +419,12 @@ void TarCall::teach_deadlines(Clock::time_point scatter_start, Clock::time_point
   s_.my_estimate_us = needed;
   const unsigned cls = request_.size_class;
   if (probe_) {
-    // A probe's phase times are its budget when anything was lost; its pace is the network's.
-    s_.record_calibration(cls, {DeadlineController::probe_estimate_us(needed[0], stats_.phase_us[0]),
-                                DeadlineController::probe_estimate_us(needed[1], stats_.phase_us[1])});
+    // A probe's phase times are its budget when anything was lost; its pace is the network's. A
+    // calibration call made exact by resends teaches once the ranks agreed whether it was
+    // (Engine::calibrate_over_datagrams).
+    if (!request_.exact_by_resends)
+      s_.record_calibration(cls, {DeadlineController::probe_estimate_us(needed[0], stats_.phase_us[0]),
+                                  DeadlineController::probe_estimate_us(needed[1], stats_.phase_us[1])});
     s_.deadlines.record_estimate(cls, s_.stamps.medians());
     return;
   }
