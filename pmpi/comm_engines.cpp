@@ -2,8 +2,7 @@
 
 #include <sched.h>
 
-#include <chrono>
-
+#include "optireduce/engine/clock_us.hpp"
 #include "optireduce/engine/log.hpp"
 #include "mpi_bootstrap.hpp"
 #include "optireduce/engine/stats.hpp"
@@ -81,12 +80,12 @@ Engine* comm_engine(CommState& state, const Config& config) {
   EngineOptions options = engine_options(config, overlap);
   options.bounded_calls = state.mode.value_or(config.mode) == Mode::bounded;
   Status status;
-  const auto created_from = std::chrono::steady_clock::now();
+  const auto created_from = Clock::now();
   state.engine = Engine::create(rank, size, std::make_unique<MpiBootstrap>(state.comm), options, status);
   if (state.engine) {
     ProcessStats::instance().record_engine_created();
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - created_from).count();
-    OR_LOG(debug, "engine ready on a communicator of %d ranks in %.1f ms (%s; Hadamard worker %s)", size, ms,
+    OR_LOG(debug, "engine ready on a communicator of %d ranks in %.1f ms (%s; Hadamard worker %s)", size,
+           us_since(created_from) / 1000,
            state.engine->transport_description().c_str(), options.hadamard_overlap ? "on" : "off");
   } else {
     ProcessStats::instance().record_engine_failure();

@@ -181,15 +181,19 @@ CallStats Engine::exact_over_bootstrap(const float* input, float* output, std::u
 CallStats Engine::probe(const float* input, std::uint64_t count, CallStats stats, unsigned cls, double exact_us) {
   // The result is exact already. Now time the bounded transport on the same data, so that
   // bounded calls get the deadlines of the network they will run on, not those of the exact path.
-  if (state_.probe_output.size() < count) state_.probe_output.resize(count);
   state_.deadlines.note_exact_call(cls, exact_us);
   PhaseDeadlines budget;
   budget.us.fill(state_.deadlines.probe_budget_us(cls));
-  const CallStats probed = run_tar(*bounded_path(), {input, state_.probe_output.data(), count, cls, &budget}, stats, Clock::now());
+  const CallStats probed = run_tar(*bounded_path(), {input, probe_buffer(count), count, cls, &budget}, stats, Clock::now());
   if (!probed.ok()) stats.status = probed.status;
-  if (stats.kind == CallKind::calibration && probed.ok()) learn_pace(cls, count, probed.latency_us);
+  else teach_calibration(cls, count, state_.my_estimate_us, probed);
   stats.latency_us += probed.latency_us;
   return stats;
+}
+
+float* Engine::probe_buffer(std::uint64_t count) {
+  if (state_.probe_output.size() < count) state_.probe_output.resize(count);
+  return state_.probe_output.data();
 }
 
 bool Engine::calibrates_over_datagrams() const {
@@ -204,18 +208,14 @@ CallStats Engine::calibrate_over_datagrams(const float* input, float* output, st
   // (lost datagrams asked for again) its result is exact and the call is done. Otherwise the call
   // runs again over the exact path, which over a lossy network waits out the retransmissions a
   // datagram path avoids. In place, the run writes elsewhere: the exact run needs the input.
-  float* target = output;
-  if (input == output) {
-    if (state_.probe_output.size() < count) state_.probe_output.resize(count);
-    target = state_.probe_output.data();
-  }
+  float* target = input == output ? probe_buffer(count) : output;
   PhaseDeadlines budget;
   budget.us.fill(state_.deadlines.probe_budget_us(cls));
   CallStats timed = run_tar(*bounded_path(), {input, target, count, cls, &budget, true, true}, stats, start);
   if (!timed.ok()) return timed;
-  // What it needed per phase, a late peer's entry not counted (TarCall::teach_deadlines).
+  // What it needed per phase (TarCall::teach_deadlines; a rerun overwrites it).
   const PhaseTimes needed = state_.my_estimate_us;
-  const double run_us = timed.latency_us;
+  const CallStats run = timed;
   // Exact only where it is exact everywhere: the ranks agree over the bootstrap, after pushing
   // out what peers may still wait for.
   drain_bounded_sends();
@@ -229,24 +229,27 @@ CallStats Engine::calibrate_over_datagrams(const float* input, float* output, st
     timed.latency_us = us_since(start);
     timed.deadline_us = {};  // the run's budget bounded its wait, not its result
     state_.deadlines.note_exact_call(cls, timed.latency_us);
-    state_.record_calibration(cls, needed);
-    learn_pace(cls, count, run_us);
+    teach_calibration(cls, count, needed, run);
     return timed;
   }
-  // The run's phase times teach no more than a probe beside this exact call could have taken.
   ++state_.agreed.calibration_reruns;
   const auto rerun_from = Clock::now();
   stats = paths_.exact ? run_tar(*paths_.exact, {input, output, count, cls, nullptr, false}, std::move(stats), start)
                        : exact_over_bootstrap(input, output, count, std::move(stats), start);
   if (!stats.ok()) return stats;
+  // The run teaches no more than a probe beside this exact call could have taken.
   state_.deadlines.note_exact_call(cls, us_since(rerun_from));
-  const double most = state_.deadlines.probe_budget_us(cls);
+  teach_calibration(cls, count, needed, run, state_.deadlines.probe_budget_us(cls));
+  return stats;
+}
+
+void Engine::teach_calibration(unsigned cls, std::uint64_t count, const PhaseTimes& needed, const CallStats& run, double most_us) {
+  // A run's phase times are its budget when anything was lost (probe_estimate_us).
   PhaseTimes taught;
   for (std::size_t p = 0; p < kTarPhases; ++p)
-    taught[p] = std::min(DeadlineController::probe_estimate_us(needed[p], timed.phase_us[p]), most);
+    taught[p] = std::min(DeadlineController::probe_estimate_us(needed[p], run.phase_us[p]), most_us);
   state_.record_calibration(cls, taught);
-  learn_pace(cls, count, run_us);
-  return stats;
+  if (run.kind == CallKind::calibration) learn_pace(cls, count, run.latency_us);
 }
 
 void Engine::learn_pace(unsigned cls, std::uint64_t count, double call_us) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -79,6 +80,12 @@ class Engine {
   bool calibrates_over_datagrams() const;
   CallStats calibrate_over_datagrams(const float* input, float* output, std::uint64_t count, CallStats stats,
                                      unsigned size_class, Clock::time_point start);
+  // Where a probe, or a calibration run in place, writes (the engine's buffer, grown as needed).
+  float* probe_buffer(std::uint64_t count);
+  // What a run of the bounded transport (`needed`: TarCall::teach_deadlines' estimates) teaches
+  // the calibration of its class, each phase at most `most_us`; and, in calibration, the pace.
+  void teach_calibration(unsigned size_class, std::uint64_t count, const PhaseTimes& needed, const CallStats& run,
+                         double most_us = std::numeric_limits<double>::infinity());
   // The pace of datagrams from a calibration run of the bounded transport.
   void learn_pace(unsigned size_class, std::uint64_t count, double call_us);
   // Pushes out what an earlier call still queues on the bounded transport (briefly).

@@ -71,7 +71,7 @@ std::vector<std::byte> encode_offer(const Offer& o) {
 Status decode_offers(const std::vector<std::vector<std::byte>>& blobs, int ranks, std::vector<Offer>& offers) {
   offers.assign(static_cast<std::size_t>(ranks), {});
   for (int r = 0; r < ranks; ++r) {
-    const auto& b = r < static_cast<int>(blobs.size()) ? blobs[r] : std::vector<std::byte>{};
+    const std::span<const std::byte> b = r < static_cast<int>(blobs.size()) ? std::span<const std::byte>(blobs[r]) : std::span<const std::byte>();
     std::size_t at = 8;
     bool has_exact = false, has_bounded = false;
     std::vector<std::byte> exact, bounded;

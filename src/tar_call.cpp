@@ -419,12 +419,9 @@ void TarCall::teach_deadlines(Clock::time_point scatter_start, Clock::time_point
   s_.my_estimate_us = needed;
   const unsigned cls = request_.size_class;
   if (probe_) {
-    // A probe's phase times are its budget when anything was lost; its pace is the network's. A
-    // calibration call made exact by resends teaches once the ranks agreed whether it was
-    // (Engine::calibrate_over_datagrams).
-    if (!request_.exact_by_resends)
-      s_.record_calibration(cls, {DeadlineController::probe_estimate_us(needed[0], stats_.phase_us[0]),
-                                  DeadlineController::probe_estimate_us(needed[1], stats_.phase_us[1])});
+    // What a run of the datagram path teaches the calibration, the engine decides from `needed`
+    // (Engine::teach_calibration): a calibration call made exact by resends teaches only once the
+    // ranks agreed whether it was.
     s_.deadlines.record_estimate(cls, s_.stamps.medians());
     return;
   }
