@@ -318,11 +318,10 @@ void TarCall::reduce_ready() {
 
 void TarCall::reduce(std::uint32_t chunk, int lent_source, const float* lent) {
   if (transformed_) s_.hadamard.await_encoded(s_.rank);
-  // The all-gather sends read the sum. A bounded call may return with them still queued or asked
-  // for again, and then it must not be the caller's output: it goes to the staging buffer (and
-  // to the output in the same pass). An exact call returns once every peer has it all.
+  // The all-gather sends read the sum (sums()). Where that is the staging buffer, the same pass
+  // writes the output too.
   const bool in_output = sums_in_output();
-  float* own = in_output ? request_.output : staging_->data.data();
+  float* own = sums();
   const ReducedChunk r =
       s_.scatter.reduce(chunk, own_source_, own, transformed_ || in_output ? nullptr : request_.output, lent_source, lent);
   if (r.partial) s_.ledger.drop(s_.ledger.global_chunk(s_.rank, chunk), r.extent.length);

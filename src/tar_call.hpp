@@ -47,8 +47,11 @@ class TarCall {
   // of each chunk, made just before the send (stage_for_send).
   bool stages_each_send() const { return bounded() && !transformed_ && !abandons_sends_; }
   void stage_for_send(const Extent& chunk);
-  // An exact call writes its sums into the output (its all-gather sends read them there).
-  bool sums_in_output() const { return !bounded() && !transformed_; }
+  // Where the reduce writes its sums, which the all-gather sends (and resends) read: the output,
+  // unless a send may outlive the call there (a bounded call over a transport that cannot drop
+  // its queued sends) or the sums are in the Hadamard domain; then the staging buffer.
+  bool sums_in_output() const { return !transformed_ && (!bounded() || abandons_sends_); }
+  float* sums() const { return sums_in_output() ? request_.output : staging_->data.data(); }
   // Whether a send to some peer still references its buffers.
   bool any_send_in_flight() const {
     for (int p = 0; p < s_.ranks; ++p)
@@ -96,7 +99,7 @@ class TarCall {
   void record_failure_view();
   void notify_failure(const std::vector<int>& ranks);
   void on_call_failed(const Inbound& in, const InboundMessage& message);
-  // At the call's end: no send may read the caller's input after it returns.
+  // At the call's end: no send may read the caller's input or output after it returns.
   void release_input();
   // How long release_input waits for sends a transport has handed on but not completed (they
   // complete without the peer: a provider's own queue).

@@ -1,6 +1,7 @@
-// What a call reads of the caller's input, and when it lets go of it: the own shard is read by
-// the reduce, the other shards by the scatter sends, from the input itself or from a staged copy
-// where a send may outlive the call.
+// What a call reads of the caller's buffers, and when it lets go of them: the own shard of the
+// input is read by the reduce, the other shards by the scatter sends, from the input itself or
+// from a staged copy where a send may outlive the call; the all-gather sends read the sums where
+// the reduce wrote them (TarCall::sums).
 #include <cstring>
 
 #include "optireduce/engine/clock_us.hpp"
@@ -39,16 +40,17 @@ void TarCall::stage_for_send(const Extent& chunk) {
 }
 
 void TarCall::release_input() {
-  if (scatter_source_ != request_.input || !abandons_sends_) return;
+  // The scatter sends read the input, and the all-gather sends the output (sums_in_output).
+  if (!abandons_sends_ || (scatter_source_ != request_.input && !sums_in_output())) return;
   if (!any_send_in_flight()) return;
-  // The caller's buffer is theirs again once this returns. Whatever is still queued by now goes
+  // The caller's buffers are theirs again once this returns. Whatever is still queued by now goes
   // to a peer that has told this rank it is done or is past this call's deadline: dropped. Sends
   // the transport has handed on but not completed complete without the peer: polled for.
   const auto until = after_us(Clock::now(), kReleaseWaitUs);
   auto handler = [this](const InboundMessage& m) { handle(m); };
   while (!transport_.abandon_queued_sends()) {
     if (Clock::now() >= until) {
-      OR_LOG(error, "sends still read the caller's buffer as the call returns (the transport did not complete them)");
+      OR_LOG(error, "sends still read the caller's buffers as the call returns (the transport did not complete them)");
       return;
     }
     (void)transport_.poll(until, handler);

@@ -51,7 +51,7 @@ void TarCall::on_resend_request(const Inbound& in, const InboundMessage& message
       // A chunk not reduced yet goes to the peer when it is.
       if (!s_.scatter.reduced(c)) continue;
       const std::uint16_t flags = s_.scatter.reduced_partial(c) ? WireHeader::kFlagPartial : 0;
-      if (!send(peer, MessageKind::gather_chunk, s_.layout.chunk(s_.rank, c), flags, staging_->data.data()).ok()) return;
+      if (!send(peer, MessageKind::gather_chunk, s_.layout.chunk(s_.rank, c), flags, sums()).ok()) return;
     }
     ++s_.resends.chunks_resent;
   }

@@ -565,10 +565,14 @@ TEST(BoundedEngine, CalibrationRunsOverTheLossyPathAndStaysExact) {
         EXPECT_EQ(o.differing, 0u) << describe(o, c, r) << ": a calibration call is not exact";
         EXPECT_EQ(o.stats.transport, seen[c][0].stats.transport) << describe(o, c, r) << ": ranks took different paths";
       }
-      if (!net.repairable) EXPECT_EQ(seen[c][0].stats.transport, "ucx") << "call " << c;
+      if (!net.repairable) {
+        EXPECT_EQ(seen[c][0].stats.transport, "ucx") << "call " << c;
+      }
       over_reliable += seen[c][0].stats.transport == "ucx";
     }
-    if (net.repairable) EXPECT_LE(over_reliable, unsigned(calibration) / 2) << "calibration calls that ran over the reliable path";
+    if (net.repairable) {
+      EXPECT_LE(over_reliable, unsigned(calibration) / 2) << "calibration calls that ran over the reliable path";
+    }
     for (int r = 0; r < ranks; ++r)
       EXPECT_EQ(job.engines[r]->agreed().calibration_reruns, over_reliable) << "rank " << r;
     for (int c = calibration; c < calls; ++c) EXPECT_EQ(seen[c][0].stats.kind, CallKind::bounded);
