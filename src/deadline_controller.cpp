@@ -16,9 +16,9 @@ bool DeadlineController::calibrating(unsigned cls) const {
   return it == classes_.end() || !it->second.calibrated;
 }
 
-bool DeadlineController::record_calibration(unsigned cls, const PhaseTimes& phase_us) {
+bool DeadlineController::record_calibration(unsigned cls, const PhaseTimes& phase_us, double bytes) {
   ClassState& s = classes_[cls];
-  for (std::size_t p = 0; p < kTarPhases; ++p) s.calibration[p].push_back(phase_us[p]);
+  for (std::size_t p = 0; p < kTarPhases; ++p) s.calibration[p].push_back(phase_us[p] / std::max(1.0, bytes));
   // A recalibration, or the calibration of a size class after another one's, needs fewer calls
   // than the communicator's first: the engine and the path are warm (a training job's buckets
   // come in many sizes, and each would otherwise spend the full count exactly).
@@ -27,7 +27,7 @@ bool DeadlineController::record_calibration(unsigned cls, const PhaseTimes& phas
                                   : options_.calibration_calls;
   if (s.calibration[0].size() < needed) return false;
   for (std::size_t p = 0; p < kTarPhases; ++p) {
-    s.bound[p] = std::min(options_.cap_us, percentile(s.calibration[p], 0.95));
+    s.bound_per_byte[p] = percentile(s.calibration[p], 0.95);
     s.calibration[p].clear();
     s.calibration[p].shrink_to_fit();
   }
@@ -37,7 +37,8 @@ bool DeadlineController::record_calibration(unsigned cls, const PhaseTimes& phas
 }
 
 std::vector<std::byte> DeadlineController::bounds_blob(unsigned cls) const {
-  const PhaseTimes mine{bound_us(cls, TarPhase::scatter), bound_us(cls, TarPhase::gather)};
+  auto it = classes_.find(cls);
+  const PhaseTimes mine = it == classes_.end() || !it->second.calibrated ? PhaseTimes{} : it->second.bound_per_byte;
   std::vector<std::byte> blob(sizeof mine);
   std::memcpy(blob.data(), mine.data(), sizeof mine);
   return blob;
@@ -49,7 +50,7 @@ void DeadlineController::agree_bounds(unsigned cls, const std::vector<std::vecto
   // Each rank's calibration saw other phase times (who waited for whom differs); the most
   // impatient rank would give up on data the others are still sending, and with the fill
   // agreed its loss would become everybody's. One bound for all: the largest.
-  PhaseTimes agreed = it->second.bound;
+  PhaseTimes agreed = it->second.bound_per_byte;
   for (const auto& blob : blobs) {
     PhaseTimes theirs{};
     if (blob.size() != sizeof theirs) continue;
@@ -57,21 +58,22 @@ void DeadlineController::agree_bounds(unsigned cls, const std::vector<std::vecto
     for (std::size_t p = 0; p < kTarPhases; ++p)
       if (std::isfinite(theirs[p])) agreed[p] = std::max(agreed[p], theirs[p]);
   }
-  for (std::size_t p = 0; p < kTarPhases; ++p) it->second.bound[p] = std::min(options_.cap_us, agreed[p]);
+  it->second.bound_per_byte = agreed;
 }
 
-void DeadlineController::record_estimate(unsigned cls, const PhaseTimes& estimate_us) {
+void DeadlineController::record_estimate(unsigned cls, const PhaseTimes& estimate_us, double bytes) {
   auto it = classes_.find(cls);
   if (it == classes_.end() || !it->second.calibrated) return;
   for (std::size_t p = 0; p < kTarPhases; ++p) {
     if (estimate_us[p] <= 0) continue;
     auto& recent = it->second.recent[p];
-    recent.push_back(estimate_us[p]);
+    recent.push_back({estimate_us[p], std::max(1.0, bytes)});
     if (recent.size() > options_.window) recent.pop_front();
   }
 }
 
-PhaseDeadlines DeadlineController::bounded_budget(unsigned cls) const {
+PhaseDeadlines DeadlineController::bounded_budget(unsigned cls, double bytes) const {
+  bytes = std::max(1.0, bytes);  // as recorded: an empty call counts as one byte
   PhaseDeadlines d;
   auto it = classes_.find(cls);
   if (it == classes_.end() || !it->second.calibrated) {
@@ -80,18 +82,22 @@ PhaseDeadlines DeadlineController::bounded_budget(unsigned cls) const {
   }
   const ClassState& s = it->second;
   for (std::size_t p = 0; p < kTarPhases; ++p) {
-    scratch_.assign(s.recent[p].begin(), s.recent[p].end());
-    const double estimate = scratch_.empty() ? s.bound[p] : percentile_in_place(scratch_, 0.5);
-    const double ceiling = std::min(options_.cap_us, options_.ceiling_factor * s.bound[p]);
-    d.us[p] = std::clamp(options_.margin * estimate, std::min(options_.floor_fraction * s.bound[p], ceiling), ceiling);
+    scratch_.clear();
+    for (const Estimate& e : s.recent[p]) scratch_.push_back(e.us * std::max(1.0, bytes / e.bytes));
+    const double bound = std::min(options_.cap_us, s.bound_per_byte[p] * bytes);
+    const double estimate = scratch_.empty() ? bound : percentile_in_place(scratch_, 0.5);
+    const double ceiling = std::min(options_.cap_us, options_.ceiling_factor * bound);
+    d.us[p] = std::clamp(options_.margin * estimate, std::min(options_.floor_fraction * bound, ceiling), ceiling);
   }
   d.us[1] = std::max(d.us[1], 0.5 * d.us[0]);
   return d;
 }
 
-double DeadlineController::bound_us(unsigned cls, TarPhase phase) const {
+double DeadlineController::bound_us(unsigned cls, TarPhase phase, double bytes) const {
   auto it = classes_.find(cls);
-  return it == classes_.end() || !it->second.calibrated ? 0.0 : it->second.bound[static_cast<std::size_t>(phase)];
+  return it == classes_.end() || !it->second.calibrated
+             ? 0.0
+             : std::min(options_.cap_us, it->second.bound_per_byte[static_cast<std::size_t>(phase)] * std::max(1.0, bytes));
 }
 
 double DeadlineController::probe_budget_us(unsigned cls) const {

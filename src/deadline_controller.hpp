@@ -1,11 +1,14 @@
 // Every deadline rule of bounded calls, per size class (power-of-two byte ranges).
 //
-// Calibration: the first calls of a size class run exactly; their phase times give the bound tB
-// (95th percentile), and the ranks take the largest of their bounds so all wait alike. After
-// that every rank stamps into its messages how long it estimates it would have needed to
-// receive everything (elapsed / fraction received); the median of the stamps a rank saw in a
-// call is that call's network estimate. The deadline follows the median of the recent
-// estimates, times a margin: it shrinks when the network is quiet and grows when it is busy; a
+// Calibration: the first calls of a size class run exactly; their phase times per byte give the
+// bound tB (95th percentile, times the bytes of the call it bounds), and the ranks take the
+// largest of their bounds so all wait alike. After that every rank stamps into its messages how
+// long it estimates it would have needed to receive everything in its previous call (elapsed /
+// fraction received); the median of the stamps a rank saw in a call is that previous call's
+// network estimate (every rank's previous call is the same one). The deadline follows the
+// median of the recent estimates of the class, each scaled up to the call's size where it came
+// from a smaller call (a class spans a factor of two, and a training job's buckets differ in
+// size: time grows with the bytes, but a smaller call is not taken to be faster), times a margin: it shrinks when the network is quiet and grows when it is busy; a
 // single spike does not move it (that is the tail we refuse to wait for), a lasting step does
 // after a few calls. It never exceeds the hard cap and never drops below a floor tied to tB.
 // The rules that shape one call (grace after the last slices, the all-gather floor, how long a
@@ -57,21 +60,22 @@ class DeadlineController {
   // Phase times of an exact call: calibration, or (once calibrated) recalibration from the exact
   // calls that follow a loss-budget fallback. True when this call completed a (re)calibration:
   // the bounds are new, and the caller agrees them with the other ranks (agree_bounds).
-  bool record_calibration(unsigned size_class, const PhaseTimes& phase_us);
+  bool record_calibration(unsigned size_class, const PhaseTimes& phase_us, double bytes);
   // This rank's bounds, encoded for the exchange with the other ranks.
   std::vector<std::byte> bounds_blob(unsigned size_class) const;
   // Every rank's blob (indexed by rank): the largest bound of each phase becomes everybody's.
   void agree_bounds(unsigned size_class, const std::vector<std::vector<std::byte>>& blobs);
 
-  // Feed the median of the stamps this rank saw in a bounded call, per phase (0: none seen).
-  void record_estimate(unsigned size_class, const PhaseTimes& estimate_us);
+  // Feed the median of the stamps this rank saw in a bounded call, per phase (0: none seen), for
+  // the call of `bytes` they describe.
+  void record_estimate(unsigned size_class, const PhaseTimes& estimate_us, double bytes);
 
   // The deadlines of a bounded call of this class. The all-gather moves as much data as the
   // scatter-reduce; it usually looks short only because it overlaps it, so it gets at least
   // half the scatter budget.
-  PhaseDeadlines bounded_budget(unsigned size_class) const;
+  PhaseDeadlines bounded_budget(unsigned size_class, double bytes) const;
   // The calibrated bound tB of a phase (0 while calibrating).
-  double bound_us(unsigned size_class, TarPhase phase) const;
+  double bound_us(unsigned size_class, TarPhase phase, double bytes) const;
   double cap_us() const { return options_.cap_us; }
 
   // Once every sender's last slice of a phase is in, the phase waits at most this for
@@ -142,10 +146,13 @@ class DeadlineController {
   static constexpr double kDrainBeforeExactUs = 20000;
   static constexpr double kPaceHeadroom = 2.0;
 
+  struct Estimate {
+    double us = 0, bytes = 0;
+  };
   struct ClassState {
-    std::array<std::vector<double>, kTarPhases> calibration;
-    PhaseTimes bound{};  // tB per phase
-    std::array<std::deque<double>, kTarPhases> recent;
+    std::array<std::vector<double>, kTarPhases> calibration;  // microseconds per byte
+    PhaseTimes bound_per_byte{};  // tB per phase, per byte of the call
+    std::array<std::deque<Estimate>, kTarPhases> recent;
     bool calibrated = false;
     double fastest_exact_us = 0;
   };

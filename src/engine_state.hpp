@@ -54,8 +54,8 @@ struct EngineState {
 
   // Feeds an exact call's phase times to the deadlines; when that completes a (re)calibration,
   // the ranks agree on the new bounds (collective at that call, the same call on every rank).
-  void record_calibration(unsigned size_class, const PhaseTimes& phase_us) {
-    if (deadlines.record_calibration(size_class, phase_us)) agree_calibrated_bounds(deadlines, size_class, *bootstrap);
+  void record_calibration(unsigned size_class, const PhaseTimes& phase_us, double bytes) {
+    if (deadlines.record_calibration(size_class, phase_us, bytes)) agree_calibrated_bounds(deadlines, size_class, *bootstrap);
   }
 
   std::vector<int> send_order;  // shards in the order this rank's sends first need them
@@ -71,6 +71,7 @@ struct EngineState {
     std::vector<std::byte> payload;  // the ranks that did not answer, u32 each
   } failure_notice;
   PhaseTimes my_estimate_us{};  // this rank's latest phase estimates (stamped into its messages)
+  std::uint64_t my_estimate_bytes = 0;  // of the call they describe (0: none yet)
   LossBudgetAgreement loss_budget;
   RejectCounts rejects;
   LateArrivals late;

@@ -157,7 +157,7 @@ void TarCall::begin(StagingBuffer& staging) {
 
 PhaseDeadlines TarCall::budget() const {
   if (probe_) return *probe_;
-  if (bounded()) return s_.deadlines.bounded_budget(request_.size_class);
+  if (bounded()) return s_.deadlines.bounded_budget(request_.size_class, double(request_.count) * sizeof(float));
   PhaseDeadlines unbounded;
   unbounded.us.fill(std::chrono::duration<double, std::micro>(s_.options.watchdog).count());
   return unbounded;
@@ -415,20 +415,27 @@ void TarCall::teach_deadlines(Clock::time_point scatter_start, Clock::time_point
   const PhaseTimes needed{
       DeadlineController::needed_us(scatter_us, s_.scatter.received_fraction(), scatter_from, s_.scatter.last_arrival()),
       DeadlineController::needed_us(stats_.phase_us[1], s_.gather.received_fraction(), gather_start, s_.gather.last_arrival())};
+  // The peers stamped this call's messages with their estimates of the call before it (the same
+  // call on every rank), which may be of another size or class.
+  const std::uint64_t described = s_.my_estimate_bytes;
   s_.my_estimate_us = needed;
-  const unsigned cls = request_.size_class;
+  s_.my_estimate_bytes = request_.count * sizeof(float);
+  auto learn_stamps = [&] {
+    if (described) s_.deadlines.record_estimate(size_class(described), s_.stamps.medians(), double(described));
+  };
   if (probe_) {
     // What a run of the datagram path teaches the calibration, the engine decides from `needed`
     // (Engine::teach_calibration): a calibration call made exact by resends teaches only once the
     // ranks agreed whether it was.
-    s_.deadlines.record_estimate(cls, s_.stamps.medians());
+    learn_stamps();
     return;
   }
   if (!request_.teaches) return;
-  if (stats_.kind == CallKind::calibration || stats_.kind == CallKind::fallback) s_.record_calibration(cls, stats_.phase_us);
+  if (stats_.kind == CallKind::calibration || stats_.kind == CallKind::fallback)
+    s_.record_calibration(request_.size_class, stats_.phase_us, double(request_.count) * sizeof(float));
   // Fallback calls run exactly but keep teaching the deadlines, so they are right when bounded
   // calls resume.
-  if (bounded() || stats_.kind == CallKind::fallback) s_.deadlines.record_estimate(cls, s_.stamps.medians());
+  if (bounded() || stats_.kind == CallKind::fallback) learn_stamps();
 }
 
 }  // namespace optireduce
