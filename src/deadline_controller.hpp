@@ -8,9 +8,9 @@
 // network estimate (every rank's previous call is the same one). The deadline follows the
 // median of the recent estimates of the class, each scaled up to the call's size where it came
 // from a smaller call (a class spans a factor of two, and a training job's buckets differ in
-// size: time grows with the bytes, but a smaller call is not taken to be faster), times a margin: it shrinks when the network is quiet and grows when it is busy; a
-// single spike does not move it (that is the tail we refuse to wait for), a lasting step does
-// after a few calls. It never exceeds the hard cap and never drops below a floor tied to tB.
+// size: time grows with the bytes, but a smaller call is not taken to be faster), times a
+// margin: it shrinks when the network is quiet and grows when it is busy; a single spike does
+// not move it (that is the tail we refuse to wait for), a lasting step does after a few calls. It never exceeds the hard cap and never drops below a floor tied to tB.
 // The rules that shape one call (grace after the last slices, the all-gather floor, how long a
 // probe or the end-of-call agreement may take) are here too.
 #pragma once
