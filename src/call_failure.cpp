@@ -63,7 +63,7 @@ void TarCall::notify_failure(const std::vector<int>& ranks) {
 
 CallStats TarCall::fail(Status status) {
   if (transformed_) s_.hadamard.quiesce();  // nothing may write into the caller's buffer after this
-  release_input();                           // nor read it
+  release_caller_buffers();                  // nor read it
   record_failure_view();
   if (s_.peer_failure.ok()) {
     std::vector<int> silent;

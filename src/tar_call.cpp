@@ -55,7 +55,7 @@ CallStats TarCall::run() {
   const auto gather_deadline = after_us(gather_start, budget_.us[1]);
   if (st = run_all_gather(gather_start, gather_deadline); !st.ok()) return fail(st);
   if (st = finish_sends(gather_deadline); !st.ok()) return fail(st);
-  release_input();
+  release_caller_buffers();
   teach_deadlines(scatter_start, gather_start);
   if (!probe_) {
     stats_.dropped_entries = s_.ledger.dropped();

@@ -100,8 +100,8 @@ class TarCall {
   void notify_failure(const std::vector<int>& ranks);
   void on_call_failed(const Inbound& in, const InboundMessage& message);
   // At the call's end: no send may read the caller's input or output after it returns.
-  void release_input();
-  // How long release_input waits for sends a transport has handed on but not completed (they
+  void release_caller_buffers();
+  // How long release_caller_buffers waits for sends a transport has handed on but not completed (they
   // complete without the peer: a provider's own queue).
   static constexpr double kReleaseWaitUs = 100e3;
   float* gather_target() const { return transformed_ ? staging_->data.data() : request_.output; }

@@ -28,7 +28,7 @@ void TarCall::stage_input() {
   // A bounded call can return with its sends still queued behind a stalled stream, which this
   // transport cannot cancel: they read a staged copy of the other shards, never the caller's
   // buffer. (An exact call returns only once every peer has all its data; a transport that can
-  // abandon its sends drops those still reading the input when the call returns: release_input.)
+  // abandon its sends drops those still reading the input when the call returns: release_caller_buffers.)
   // Each chunk is copied just before its send (stage_for_send), so the first sends leave at once
   // and the transport reads the copy while it is still in the cache.
   scatter_source_ = staged;
@@ -39,7 +39,7 @@ void TarCall::stage_for_send(const Extent& chunk) {
     std::memcpy(staging_->data.data() + chunk.offset, request_.input + chunk.offset, chunk.length * sizeof(float));
 }
 
-void TarCall::release_input() {
+void TarCall::release_caller_buffers() {
   // The scatter sends read the input, and the all-gather sends the output (sums_in_output).
   if (!abandons_sends_ || (scatter_source_ != request_.input && !sums_in_output())) return;
   if (!any_send_in_flight()) return;

@@ -355,6 +355,9 @@ int case_bounded_delay() {
   const double delay_s = std::strtod(std::strchr(delay, ':') + 1, nullptr) / 1000.0;
   const int n = comm_size(MPI_COMM_WORLD), rank = world_rank();
   MPITEST_CHECK(slow < n && delay_s >= 0.2, "bounded_delay: rank %d of %d, delay %g s", slow, n, delay_s);
+  // A bounded call returns well before the late rank arrives. Not a fixed time: on a loaded
+  // host a phase stays open while data still trickles in, up to its stretch limit.
+  const double bound_s = 0.6 * delay_s;
   const unsigned calibration = calibration_calls();
   // Eight bounded calls: the eighth ends with an agreement round (every 8 bounded calls), which
   // is part of the call and must not wait for the late rank either. (After it, the loss budget
@@ -391,11 +394,11 @@ int case_bounded_delay() {
       continue;
     }
     if (c.wall_s > worst) worst = c.wall_s, worst_call = static_cast<int>(i + 1);
-    MPITEST_CHECK(c.call.latency_us < 0.25e6, "bounded call %zu: the engine took %.1f ms waiting for delayed rank %d",
+    MPITEST_CHECK(c.call.latency_us < bound_s * 1e6, "bounded call %zu: the engine took %.1f ms waiting for delayed rank %d",
                   i + 1, c.call.latency_us / 1000, slow);
     // The caller's view, agreement rounds included: far below the delay, or the deadline did
     // not bound the call.
-    MPITEST_CHECK(c.wall_s < 0.25, "bounded call %zu (%s) returned after %.1f ms: it waited for delayed rank %d (%.0f ms)",
+    MPITEST_CHECK(c.wall_s < bound_s, "bounded call %zu (%s) returned after %.1f ms: it waited for delayed rank %d (%.0f ms)",
                   i + 1, (i + 1 - calibration) % 8 == 0 ? "an agreement round" : "no agreement round", c.wall_s * 1000,
                   slow, delay_s * 1000);
     MPITEST_CHECK(c.call.dropped_entries > 0, "bounded call %zu: nothing of delayed rank %d reported missing", i + 1, slow);
