@@ -11,14 +11,22 @@ namespace optireduce {
 
 unsigned size_class(std::uint64_t bytes) { return bytes ? static_cast<unsigned>(std::bit_width(bytes) - 1) : 0; }
 
+namespace {
+
+// What the per-byte rules count a call as: an empty call is one byte.
+double counted(double bytes) { return std::max(1.0, bytes); }
+unsigned class_of(double bytes) { return size_class(static_cast<std::uint64_t>(bytes)); }
+
+}  // namespace
+
 bool DeadlineController::calibrating(unsigned cls) const {
   auto it = classes_.find(cls);
   return it == classes_.end() || !it->second.calibrated;
 }
 
-bool DeadlineController::record_calibration(unsigned cls, const PhaseTimes& phase_us, double bytes) {
-  ClassState& s = classes_[cls];
-  for (std::size_t p = 0; p < kTarPhases; ++p) s.calibration[p].push_back(phase_us[p] / std::max(1.0, bytes));
+bool DeadlineController::record_calibration(const PhaseTimes& phase_us, double bytes) {
+  ClassState& s = classes_[class_of(bytes)];
+  for (std::size_t p = 0; p < kTarPhases; ++p) s.calibration[p].push_back(phase_us[p] / counted(bytes));
   // A recalibration, or the calibration of a size class after another one's, needs fewer calls
   // than the communicator's first: the engine and the path are warm (a training job's buckets
   // come in many sizes, and each would otherwise spend the full count exactly).
@@ -61,21 +69,21 @@ void DeadlineController::agree_bounds(unsigned cls, const std::vector<std::vecto
   it->second.bound_per_byte = agreed;
 }
 
-void DeadlineController::record_estimate(unsigned cls, const PhaseTimes& estimate_us, double bytes) {
-  auto it = classes_.find(cls);
+void DeadlineController::record_estimate(const PhaseTimes& estimate_us, double bytes) {
+  auto it = classes_.find(class_of(bytes));
   if (it == classes_.end() || !it->second.calibrated) return;
   for (std::size_t p = 0; p < kTarPhases; ++p) {
     if (estimate_us[p] <= 0) continue;
     auto& recent = it->second.recent[p];
-    recent.push_back({estimate_us[p], std::max(1.0, bytes)});
+    recent.push_back({estimate_us[p], counted(bytes)});
     if (recent.size() > options_.window) recent.pop_front();
   }
 }
 
-PhaseDeadlines DeadlineController::bounded_budget(unsigned cls, double bytes) const {
-  bytes = std::max(1.0, bytes);  // as recorded: an empty call counts as one byte
+PhaseDeadlines DeadlineController::bounded_budget(double bytes) const {
   PhaseDeadlines d;
-  auto it = classes_.find(cls);
+  auto it = classes_.find(class_of(bytes));
+  bytes = counted(bytes);
   if (it == classes_.end() || !it->second.calibrated) {
     d.us.fill(options_.cap_us);
     return d;
@@ -93,11 +101,11 @@ PhaseDeadlines DeadlineController::bounded_budget(unsigned cls, double bytes) co
   return d;
 }
 
-double DeadlineController::bound_us(unsigned cls, TarPhase phase, double bytes) const {
-  auto it = classes_.find(cls);
+double DeadlineController::bound_us(TarPhase phase, double bytes) const {
+  auto it = classes_.find(class_of(bytes));
   return it == classes_.end() || !it->second.calibrated
              ? 0.0
-             : std::min(options_.cap_us, it->second.bound_per_byte[static_cast<std::size_t>(phase)] * std::max(1.0, bytes));
+             : std::min(options_.cap_us, it->second.bound_per_byte[static_cast<std::size_t>(phase)] * counted(bytes));
 }
 
 double DeadlineController::probe_budget_us(unsigned cls) const {

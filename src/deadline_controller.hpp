@@ -10,7 +10,9 @@
 // from a smaller call (a class spans a factor of two, and a training job's buckets differ in
 // size: time grows with the bytes, but a smaller call is not taken to be faster), times a
 // margin: it shrinks when the network is quiet and grows when it is busy; a single spike does
-// not move it (that is the tail we refuse to wait for), a lasting step does after a few calls. It never exceeds the hard cap and never drops below a floor tied to tB.
+// not move it (that is the tail we refuse to wait for), a lasting step does after a few calls.
+// It never exceeds the hard cap and never drops below a floor tied to tB. A call is named by its
+// bytes (its size class follows from them; an empty call counts as one byte).
 // The rules that shape one call (grace after the last slices, the all-gather floor, how long a
 // probe or the end-of-call agreement may take) are here too.
 #pragma once
@@ -60,7 +62,7 @@ class DeadlineController {
   // Phase times of an exact call: calibration, or (once calibrated) recalibration from the exact
   // calls that follow a loss-budget fallback. True when this call completed a (re)calibration:
   // the bounds are new, and the caller agrees them with the other ranks (agree_bounds).
-  bool record_calibration(unsigned size_class, const PhaseTimes& phase_us, double bytes);
+  bool record_calibration(const PhaseTimes& phase_us, double bytes);
   // This rank's bounds, encoded for the exchange with the other ranks.
   std::vector<std::byte> bounds_blob(unsigned size_class) const;
   // Every rank's blob (indexed by rank): the largest bound of each phase becomes everybody's.
@@ -68,14 +70,14 @@ class DeadlineController {
 
   // Feed the median of the stamps this rank saw in a bounded call, per phase (0: none seen), for
   // the call of `bytes` they describe.
-  void record_estimate(unsigned size_class, const PhaseTimes& estimate_us, double bytes);
+  void record_estimate(const PhaseTimes& estimate_us, double bytes);
 
   // The deadlines of a bounded call of this class. The all-gather moves as much data as the
   // scatter-reduce; it usually looks short only because it overlaps it, so it gets at least
   // half the scatter budget.
-  PhaseDeadlines bounded_budget(unsigned size_class, double bytes) const;
+  PhaseDeadlines bounded_budget(double bytes) const;
   // The calibrated bound tB of a phase (0 while calibrating).
-  double bound_us(unsigned size_class, TarPhase phase, double bytes) const;
+  double bound_us(TarPhase phase, double bytes) const;
   double cap_us() const { return options_.cap_us; }
 
   // Once every sender's last slice of a phase is in, the phase waits at most this for

@@ -248,7 +248,7 @@ void Engine::teach_calibration(unsigned cls, std::uint64_t count, const PhaseTim
   PhaseTimes taught;
   for (std::size_t p = 0; p < kTarPhases; ++p)
     taught[p] = std::min(DeadlineController::probe_estimate_us(needed[p], run.phase_us[p]), most_us);
-  state_.record_calibration(cls, taught, double(count) * sizeof(float));
+  state_.record_calibration(taught, count * sizeof(float));
   if (run.kind == CallKind::calibration) learn_pace(cls, count, run.latency_us);
 }
 

@@ -54,8 +54,8 @@ struct EngineState {
 
   // Feeds an exact call's phase times to the deadlines; when that completes a (re)calibration,
   // the ranks agree on the new bounds (collective at that call, the same call on every rank).
-  void record_calibration(unsigned size_class, const PhaseTimes& phase_us, double bytes) {
-    if (deadlines.record_calibration(size_class, phase_us, bytes)) agree_calibrated_bounds(deadlines, size_class, *bootstrap);
+  void record_calibration(const PhaseTimes& phase_us, std::uint64_t bytes) {
+    if (deadlines.record_calibration(phase_us, double(bytes))) agree_calibrated_bounds(deadlines, size_class(bytes), *bootstrap);
   }
 
   std::vector<int> send_order;  // shards in the order this rank's sends first need them

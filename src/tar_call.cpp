@@ -157,7 +157,7 @@ void TarCall::begin(StagingBuffer& staging) {
 
 PhaseDeadlines TarCall::budget() const {
   if (probe_) return *probe_;
-  if (bounded()) return s_.deadlines.bounded_budget(request_.size_class, double(request_.count) * sizeof(float));
+  if (bounded()) return s_.deadlines.bounded_budget(double(request_.count) * sizeof(float));
   PhaseDeadlines unbounded;
   unbounded.us.fill(std::chrono::duration<double, std::micro>(s_.options.watchdog).count());
   return unbounded;
@@ -421,7 +421,7 @@ void TarCall::teach_deadlines(Clock::time_point scatter_start, Clock::time_point
   s_.my_estimate_us = needed;
   s_.my_estimate_bytes = request_.count * sizeof(float);
   auto learn_stamps = [&] {
-    if (described) s_.deadlines.record_estimate(size_class(described), s_.stamps.medians(), double(described));
+    if (described) s_.deadlines.record_estimate(s_.stamps.medians(), double(described));
   };
   if (probe_) {
     // What a run of the datagram path teaches the calibration, the engine decides from `needed`
@@ -432,7 +432,7 @@ void TarCall::teach_deadlines(Clock::time_point scatter_start, Clock::time_point
   }
   if (!request_.teaches) return;
   if (stats_.kind == CallKind::calibration || stats_.kind == CallKind::fallback)
-    s_.record_calibration(request_.size_class, stats_.phase_us, double(request_.count) * sizeof(float));
+    s_.record_calibration(stats_.phase_us, request_.count * sizeof(float));
   // Fallback calls run exactly but keep teaching the deadlines, so they are right when bounded
   // calls resume.
   if (bounded() || stats_.kind == CallKind::fallback) learn_stamps();
