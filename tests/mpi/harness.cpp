@@ -10,16 +10,37 @@
 
 namespace mpitest {
 
-void fail(const char* format, ...) {
+namespace {
+
+std::string formatted(const char* format, va_list args) {
   char message[2048];
+  std::vsnprintf(message, sizeof message, format, args);
+  return message;
+}
+
+}  // namespace
+
+void fail(const char* format, ...) {
   va_list args;
   va_start(args, format);
-  std::vsnprintf(message, sizeof message, format, args);
+  const std::string message = formatted(format, args);
   va_end(args);
-  std::fprintf(stderr, "allreduce_check [rank %d] FAIL: %s\n", world_rank(), message);
+  std::fprintf(stderr, "allreduce_check [rank %d] FAIL: %s\n", world_rank(), message.c_str());
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::abort();  // MPI_Abort does not return; keeps [[noreturn]] honest
+}
+
+void inconclusive(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  const std::string message = formatted(format, args);
+  va_end(args);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) std::printf("allreduce_check: INCONCLUSIVE (skipped): %s\n", message.c_str());
+  std::fflush(stdout);
+  MPI_Finalize();
+  std::exit(77);
 }
 
 optireduce_process_stats process_stats() {

@@ -4,7 +4,7 @@
 transport's counters), the emulator's counters (the loss hit the job) and, with --stranger, the
 strangers' counts and the rejections they caused on every rank.
 
-    check_datagram_run.py --work DIR --permille P --ranks N --hosts H --transport-prefix TEXT [--stranger] [--fec]
+    check_datagram_run.py --work DIR --permille P --ranks N --hosts H --transport-prefix TEXT [--stranger] [--fec] [--resends | --no-resends]
 """
 import argparse
 import glob
@@ -50,7 +50,7 @@ def check_ranks(report, args, bad):
         asked = r.get("resends", {}).get("requests", 0)
         if args.resends and args.permille > 0 and asked == 0:
             bad.append(f"{where}: resends on under loss, but this rank never asked for a lost chunk again")
-        if not args.resends and asked:
+        if args.no_resends and asked:
             bad.append(f"{where}: OPTIREDUCE_RESEND_ROUNDS=0, but this rank asked {asked} times")
         if args.stranger and reasons.get("unauthenticated", 0) + reasons.get("malformed", 0) == 0:
             bad.append(f"{where}: the stranger's datagrams do not show among the rejected ones: {reasons}")
@@ -94,6 +94,7 @@ def main():
     p.add_argument("--transport-prefix", required=True)
     p.add_argument("--stranger", action="store_true")
     p.add_argument("--resends", action="store_true", help="lost chunks are asked for again: every rank under loss asked")
+    p.add_argument("--no-resends", action="store_true", help="OPTIREDUCE_RESEND_ROUNDS=0: no rank asked")
     p.add_argument("--fec", action="store_true", help="the transport sent parity: every rank must have repaired some")
     args = p.parse_args()
     bad = []
