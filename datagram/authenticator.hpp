@@ -1,11 +1,15 @@
-// The keyed tag of every datagram: AES-128-GMAC (GCM with everything as additional data, nothing
-// encrypted) over the datagram header before its tag, the engine header and the payload.
+// The keyed tag of every datagram: UMAC-64 (RFC 4418, umac64.hpp) over the datagram header before
+// its tag, the engine header and the payload. A forgery passes with probability about 2^-60 per
+// try (RFC 4418, 64-bit tags; OpenSSH's umac-64).
 //
 // Keys: the job secret (rank 0's, carried in the addresses over the job's trusted MPI) derives one
 // key per destination rank, so a datagram meant for one rank does not pass at another. Under a
 // destination's key the nonce is (source rank, sequence): the sequence counts every datagram to
 // that destination from 0 and never repeats, and the secret is drawn afresh for each transport,
-// so no nonce is ever used twice under one key (GMAC's one requirement).
+// so no nonce is ever used twice under one key (UMAC's one requirement).
+//
+// Each key is computed with the wide NH of umac64.cpp only once it gave nettle's umac64 tag on a
+// test message; otherwise (or without AVX-512) nettle's own umac64 computes it.
 #pragma once
 
 #include <array>
@@ -40,15 +44,15 @@ class Authenticator {
   bool verify(std::span<const std::byte, Header::kSize> head, std::span<const std::byte> header,
               std::span<const std::byte> payload);
 
-  // Whether the tags are computed with the wide GHASH (ghash.hpp), having matched OpenSSL's.
-  bool wide_ghash() const;
+  // Whether the tags are computed with the wide NH (umac64.hpp), having matched nettle's.
+  bool wide_nh() const;
 
  private:
   struct Context;
   Authenticator() = default;
-  // The wide GHASH for this key, kept only when its tag matches OpenSSL's on a test message.
-  void add_wide_ghash(Context& context, const std::array<unsigned char, 16>& key);
-  void compute(Context& context, std::span<const std::byte, Header::kSize> head, std::span<const std::byte> header,
+  // The wide UMAC for this key, kept only when its tag matches nettle's on a test message.
+  static void add_wide_umac(Context& context, const std::array<unsigned char, 16>& key);
+  static void compute(Context& context, std::span<const std::byte, Header::kSize> head, std::span<const std::byte> header,
                std::span<const std::byte> payload, std::span<std::byte, Header::kTagSize> tag);
 
   std::vector<std::unique_ptr<Context>> seal_;  // per destination (none for self)

@@ -8,8 +8,8 @@
 //           8  source         u32   sending rank
 //          12  payload_bytes  u32   bytes after the header_bytes: the datagram ends there exactly
 //          16  sequence       u64   per destination, from 0, every kind; never repeats
-//          24  tag            16 B  keyed tag over bytes 0..23, the header_bytes and the payload
-//          40  header_bytes, then payload_bytes
+//          24  tag             8 B  keyed tag (UMAC-64) over bytes 0..23, the header_bytes and the payload
+//          32  header_bytes, then payload_bytes
 //
 // All integers little-endian. (source, sequence) is the tag's nonce, unique per destination key.
 #pragma once
@@ -32,10 +32,10 @@ inline constexpr std::uint8_t kLastKind = 5;
 
 struct Header {
   static constexpr std::uint32_t kMagic = 0x4744524fu;  // "ORDG" on the wire
-  static constexpr std::uint8_t kVersion = 2;
-  static constexpr std::size_t kSize = 40;
+  static constexpr std::uint8_t kVersion = 3;
+  static constexpr std::size_t kSize = 32;
   static constexpr std::size_t kTagOffset = 24;  // the bytes before it are covered by the tag
-  static constexpr std::size_t kTagSize = 16;
+  static constexpr std::size_t kTagSize = 8;
   static constexpr std::size_t kMaxEngineHeader = 256;
 
   Kind kind = Kind::data;

@@ -11,7 +11,7 @@ packages=(
   libucx-dev ucx-utils
   libfabric-dev libfabric-bin
   libhwloc-dev
-  libssl-dev
+  libssl-dev nettle-dev
   libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3-mpi4py python3-numpy
   nftables iproute2 iperf3

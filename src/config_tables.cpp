@@ -217,8 +217,8 @@ const std::vector<Parameter>& transport_parameters() {
         "udp transport: bind within this port range (firewalled clusters)"},
        apply_port_range},
       {{"OPTIREDUCE_AUTH", "on", "on, off",
-        "datagram transports: a keyed tag over header and payload of every datagram, so nobody outside the job can "
-        "inject data; off for trusted fabrics"},
+        "datagram transports: a keyed tag (UMAC-64) over header and payload of every datagram, so nobody outside the "
+        "job can inject data; off for trusted fabrics"},
        [](Config& c, const std::string& v) {
          if (v != "on" && v != "off") return false;
          c.transports.udp.authenticate = c.transports.ofi.authenticate = v == "on";

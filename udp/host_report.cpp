@@ -96,7 +96,7 @@ std::vector<std::string> host_report(const UdpSettings& settings) {
     lines.push_back(offload_line(probe));
     for (auto& line : buffer_lines(probe)) lines.push_back(std::move(line));
   }
-  lines.push_back(std::string("udp: authentication ") + (settings.authenticate ? "on (AES-128-GMAC)" : "off (OPTIREDUCE_AUTH=off)"));
+  lines.push_back(std::string("udp: authentication ") + (settings.authenticate ? "on (UMAC-64)" : "off (OPTIREDUCE_AUTH=off)"));
   return lines;
 }
 

@@ -104,7 +104,7 @@ std::vector<std::vector<std::byte>> honest_datagrams(Job& job, const Record& r) 
     out.push_back(wire(job.honest.seal(0, kind, {}, body), {}, body));
     return out;
   }
-  std::vector<std::byte> header(56), payload(std::min<std::size_t>(8u * r.extra, job.pre.max_datagram() - 40 - 56 - 70));
+  std::vector<std::byte> header(56), payload(std::min<std::size_t>(8u * r.extra, job.pre.max_datagram() - datagram::Header::kSize - 56 - 70));
   for (std::size_t i = 0; i < header.size(); ++i) header[i] = std::byte(static_cast<unsigned char>(job.pre.seed + i));
   for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = std::byte(static_cast<unsigned char>(r.extra * 3 + i));
   std::vector<std::byte> message(header);

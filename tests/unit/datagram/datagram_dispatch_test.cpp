@@ -50,9 +50,9 @@ TEST(Dispatch, RejectsEachKindOfDamageForItsReason) {
     w[at] = value;
     return w;
   };
-  EXPECT_EQ(validate(f, {f.good.begin(), f.good.begin() + 39}), Reject::short_datagram);
+  EXPECT_EQ(validate(f, {f.good.begin(), f.good.begin() + Header::kSize - 1}), Reject::short_datagram);
   EXPECT_EQ(validate(f, changed(0, std::byte{0})), Reject::bad_magic);
-  EXPECT_EQ(validate(f, changed(4, std::byte{1})), Reject::bad_version);  // version 1 (the old header)
+  EXPECT_EQ(validate(f, changed(4, std::byte{2})), Reject::bad_version);  // version 2 (GMAC tags)
   EXPECT_EQ(validate(f, changed(5, std::byte{0})), Reject::bad_kind);
   EXPECT_EQ(validate(f, changed(5, std::byte{6})), Reject::bad_kind);
   EXPECT_EQ(validate(f, changed(5, std::byte{3})), Reject::bad_kind);  // parity without FEC

@@ -27,7 +27,7 @@ TEST(UdpFec, ParityLeavesBehindEveryGroupAndEveryMessageArrivesOnce) {
   ASSERT_TRUE(pair.connected[1].ok()) << pair.connected[1].text();
   // A parity carries a whole member behind its own header and table: members are that much smaller.
   const std::size_t max_message = pair.rank[0]->traits().max_message_bytes;
-  EXPECT_EQ(max_message, 65507u - 40u - 40u - datagram::ParityEncoder::table_bytes(4));
+  EXPECT_EQ(max_message, 65507u - 2 * datagram::Header::kSize - datagram::ParityEncoder::table_bytes(4));
   EXPECT_EQ(pair.rank[0]->describe(), "udp lo 65507B fec 4");
 
   constexpr std::uint32_t kMessages = 42;  // ten full groups, and two datagrams that linger

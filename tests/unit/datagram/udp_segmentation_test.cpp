@@ -87,7 +87,7 @@ std::vector<std::byte> joined(const std::vector<std::vector<std::byte>>& parts) 
 
 TEST(ReceivePath, ValidatesEachSegmentOfAJoinedBufferAlone) {
   Receiver r;
-  const std::size_t full = 1372 - 40 - 56;
+  const std::size_t full = 1372 - datagram::Header::kSize - 56;
   r.deliver(joined({r.datagram(full), r.datagram(full), r.datagram(full), r.datagram(100)}), 1372);
   ASSERT_EQ(r.sink.data.size(), 4u);
   EXPECT_EQ(r.sink.data[3].payload, pattern(100));

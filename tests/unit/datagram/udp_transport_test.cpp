@@ -109,7 +109,7 @@ TEST(UdpTransport, OverLoopbackUsesWholeDatagramsAndSaysSo) {
   EXPECT_FALSE(t.reliable);
   EXPECT_FALSE(t.ordered);
   EXPECT_TRUE(t.can_abandon_sends);
-  EXPECT_EQ(t.max_message_bytes, 65507u - 40u);
+  EXPECT_EQ(t.max_message_bytes, 65507u - datagram::Header::kSize);
   EXPECT_EQ(pair.rank[0]->describe(), "udp lo 65507B");
 }
 
