@@ -250,6 +250,7 @@ void Umac64::absorb_last(std::byte* data, std::size_t bytes) {
 }
 
 void Umac64::update(std::span<const std::byte> data) {
+  if (data.empty()) return;  // (an empty span's pointer may be null, which memcpy must not get)
   const std::byte* p = data.data();
   std::size_t n = data.size();
   if (carry_len_) {

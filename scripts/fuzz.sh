@@ -16,7 +16,7 @@ command -v "$cxx" >/dev/null || { echo "fuzz.sh: $cxx not found (apt-get install
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
   -DOPTIREDUCE_BUILD_FUZZERS=ON -DOPTIREDUCE_SANITIZE=address,undefined \
-  -DOPTIREDUCE_BUILD_EXAMPLES=OFF -DOPTIREDUCE_BUILD_TOOLS=OFF -DOPTIREDUCE_MPI_FLAVORS=openmpi >/dev/null
+  -DOPTIREDUCE_BUILD_EXAMPLES=OFF -DOPTIREDUCE_MPI_FLAVORS=openmpi >/dev/null
 cmake --build "$build" -j"$jobs" --target datagram_fuzz
 
 corpus=$build/fuzz-corpus

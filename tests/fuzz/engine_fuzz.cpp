@@ -187,12 +187,12 @@ void run_engines(const Preamble& pre, const std::vector<Record>& records) {
   // Creation is collective: rank 1 in a thread of its own; each rank leaves when its calls are done.
   std::thread peer([&] {
     Status st;
-    auto e = Engine::create(1, kEngineRanks, std::move(t1), std::make_unique<LoopBootstrap>(loop, 1), options, st);
+    auto e = Engine::create(1, kEngineRanks, std::move(t1), nullptr, std::make_unique<LoopBootstrap>(loop, 1), options, st);
     if ((out[1].created = e != nullptr)) run_calls(*e, pre, out[1]);
     loop->leave(1);
   });
   Status st;
-  auto e = Engine::create(0, kEngineRanks, std::move(t0), std::make_unique<LoopBootstrap>(loop, 0), options, st);
+  auto e = Engine::create(0, kEngineRanks, std::move(t0), nullptr, std::make_unique<LoopBootstrap>(loop, 0), options, st);
   if ((out[0].created = e != nullptr)) {
     comm_id = e->comm_id();
     run_calls(*e, pre, out[0]);
