@@ -172,6 +172,9 @@ std::unique_ptr<Umac64> Umac64::create(std::span<const std::uint8_t, kKeyBytes> 
 Umac64::~Umac64() {
   OPENSSL_cleanse(wide_key_.data(), sizeof wide_key_);
   OPENSSL_cleanse(l1_key_.data(), sizeof l1_key_);
+  OPENSSL_cleanse(l2_key_.data(), sizeof l2_key_);
+  OPENSSL_cleanse(l3_key1_.data(), sizeof l3_key1_);
+  OPENSSL_cleanse(l3_key2_.data(), sizeof l3_key2_);
 }
 
 void Umac64::begin() {
