@@ -140,13 +140,13 @@ std::unique_ptr<Umac64> Umac64::create(std::span<const std::uint8_t, kKeyBytes> 
                   kdf(aes, 4, l3b, sizeof l3b) && kdf(aes, 0, pdf, sizeof pdf);
   EVP_CIPHER_CTX_free(aes);
   u->pad_ = std::make_unique<Pad>();
-  if (ok) u->pad_->aes = aes_context(pdf);
   if (ok) {
+    u->pad_->aes = aes_context(pdf);
     for (std::size_t w = 0; w < kL1Words; ++w) u->l1_key_[w] = load_be32(l1 + 4 * w);
-    for (int p = 0; p < kPasses; ++p) {
+    for (std::size_t p = 0; p < kPasses; ++p) {
       const unsigned char* k = l2 + 24 * p;  // k64, then k128 (unused: messages stay below 2^24 bytes)
       u->l2_key_[p] = std::uint64_t{load_be32(k) & 0x01ffffffu} << 32 | (load_be32(k + 4) & 0x01ffffffu);
-      for (int i = 0; i < 8; ++i) u->l3_key1_[p][i] = load_be64(l3a + 64 * p + 8 * i) % kP36;
+      for (std::size_t i = 0; i < 8; ++i) u->l3_key1_[p][i] = load_be64(l3a + 64 * p + 8 * i) % kP36;
       u->l3_key2_[p] = load_be32(l3b + 4 * p);
       // Lane j of lo in 128 bytes [0-3, 8-11, 16-19, 24-27] (words), of hi 4 words on.
       for (std::size_t i = 0; i < kBlock / 128; ++i)
@@ -179,7 +179,6 @@ Umac64::~Umac64() {
 
 void Umac64::begin() {
   carry_len_ = 0;
-  total_ = 0;
   blocks_ = 0;
 }
 
@@ -209,10 +208,15 @@ void Umac64::poly(const std::uint64_t (&values)[kPasses]) {
 }
 
 void Umac64::absorb_blocks(const std::byte* blocks, std::size_t count) {
-  // The polynomials' running values stay in registers, off memory, between the blocks.
   std::size_t i = 0;
-  for (; i < count && blocks_ < 2; ++i) absorb_block(blocks + kBlock * i);
+  for (; i < count && blocks_ < 2; ++i) {  // the polynomial's start: poly() knows it
+    std::uint64_t v[kPasses];
+    nh_block(blocks + kBlock * i, v);
+    for (auto& x : v) x += 8 * kBlock;
+    poly(v);
+  }
   if (i == count) return;
+  // From the third block on, the running values stay in registers between the blocks.
   std::uint64_t y0 = y_[0], y1 = y_[1];
   const std::uint64_t k0 = l2_key_[0], k1 = l2_key_[1];
   blocks_ += count - i;
@@ -231,13 +235,6 @@ void Umac64::nh_block(const std::byte* block, std::uint64_t (&v)[kPasses]) const
   } else {
     for (std::size_t p = 0; p < kPasses; ++p) v[p] = nh_plain(l1_key_.data() + 4 * p, block, kBlock);
   }
-}
-
-void Umac64::absorb_block(const std::byte* block) {
-  std::uint64_t v[kPasses];
-  nh_block(block, v);
-  for (auto& x : v) x += 8 * kBlock;
-  poly(v);
 }
 
 void Umac64::absorb_last(std::byte* data, std::size_t bytes) {
@@ -261,12 +258,10 @@ void Umac64::update(std::span<const std::byte> data) {
     std::memcpy(carry_.data() + carry_len_, p, take);
     carry_len_ += take, p += take, n -= take;
     if (carry_len_ < kBlock) return;
-    total_ += kBlock;
-    absorb_block(carry_.data());
+    absorb_blocks(carry_.data(), 1);
     carry_len_ = 0;
   }
   if (n >= kBlock) {
-    total_ += n / kBlock * kBlock;
     absorb_blocks(p, n / kBlock);
     p += n / kBlock * kBlock, n %= kBlock;
   }
@@ -275,9 +270,8 @@ void Umac64::update(std::span<const std::byte> data) {
 
 bool Umac64::finish(std::span<const std::uint8_t> nonce, std::span<std::uint8_t, kTagBytes> tag) {
   std::fill(tag.begin(), tag.end(), std::uint8_t{0});
-  if (nonce.empty() || nonce.size() > 16 || total_ + carry_len_ > kMaxMessage) return false;
-  if (carry_len_ || total_ == 0) {
-    total_ += carry_len_;
+  if (nonce.empty() || nonce.size() > 16 || blocks_ * kBlock + carry_len_ > kMaxMessage) return false;
+  if (carry_len_ || blocks_ == 0) {
     absorb_last(carry_.data(), carry_len_);
     carry_len_ = 0;
   }
@@ -286,15 +280,14 @@ bool Umac64::finish(std::span<const std::uint8_t> nonce, std::span<std::uint8_t,
   const unsigned half = block[nonce.size() - 1] & 1u;
   block[nonce.size() - 1] &= 0xfe;
   if (!aes_block(pad_->aes, block, pad)) return false;
-  for (int p = 0; p < kPasses; ++p) {
-    std::uint64_t y = y_[static_cast<std::size_t>(p)];
+  for (std::size_t p = 0; p < kPasses; ++p) {
+    std::uint64_t y = y_[p];
     if (blocks_ > 1 && y >= kP64) y -= kP64;  // (one block: its NH value as it is)
     std::uint64_t sum = 0;  // L2's 128-bit value is (0, y): the high words contribute nothing
-    for (int i = 0; i < 4; ++i) sum += ((y >> (48 - 16 * i)) & 0xffffu) * l3_key1_[static_cast<std::size_t>(p)][4 + static_cast<std::size_t>(i)];
-    const std::uint32_t word = static_cast<std::uint32_t>(sum % kP36) ^ l3_key2_[static_cast<std::size_t>(p)];
-    for (int b = 0; b < 4; ++b)
-      tag[4 * static_cast<std::size_t>(p) + static_cast<std::size_t>(b)] =
-          static_cast<std::uint8_t>(word >> (24 - 8 * b)) ^ pad[8 * half + 4 * static_cast<unsigned>(p) + static_cast<unsigned>(b)];
+    for (std::size_t i = 0; i < 4; ++i) sum += ((y >> (48 - 16 * i)) & 0xffffu) * l3_key1_[p][4 + i];
+    const std::uint32_t word = static_cast<std::uint32_t>(sum % kP36) ^ l3_key2_[p];
+    for (std::size_t b = 0; b < 4; ++b)
+      tag[4 * p + b] = static_cast<std::uint8_t>(word >> (24 - 8 * b)) ^ pad[8 * half + 4 * p + b];
   }
   begin();
   return true;

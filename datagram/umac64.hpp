@@ -40,14 +40,13 @@ class Umac64 {
   bool finish(std::span<const std::uint8_t> nonce, std::span<std::uint8_t, kTagBytes> tag);
 
  private:
-  static constexpr int kPasses = 2;                          // 64 bits: two 32-bit UHASH outputs
+  static constexpr std::size_t kPasses = 2;  // 64 bits: two 32-bit UHASH outputs
   static constexpr std::size_t kL1Words = kBlock / 4 + 4 * (kPasses - 1);
   struct Pad;
   Umac64() = default;
   // NH of one whole block, both passes.
   void nh_block(const std::byte* block, std::uint64_t (&v)[kPasses]) const;
   // NH of whole blocks, each plus its length in bits, into the polynomials.
-  void absorb_block(const std::byte* block);
   void absorb_blocks(const std::byte* blocks, std::size_t count);
   // NH of the last, partial block (zero-padded in place to 32 bytes; at least 32), into the
   // polynomials. `data` is carry_.
@@ -68,8 +67,7 @@ class Umac64 {
   std::array<std::uint64_t, kPasses> y_{};  // L2's polynomials
   alignas(64) std::array<std::byte, kBlock> carry_{};
   std::size_t carry_len_ = 0;
-  std::uint64_t total_ = 0;   // bytes in the blocks absorbed
-  std::uint64_t blocks_ = 0;  // blocks absorbed
+  std::uint64_t blocks_ = 0;  // blocks absorbed (whole ones, and the last once finish() took it)
 };
 
 }  // namespace optireduce::datagram

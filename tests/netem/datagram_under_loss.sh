@@ -74,7 +74,10 @@ drop=$(awk -v pm="$permille" -v h="$hosts" -v r="$per_host" 'BEGIN {
   printf "%.6g", 1 - (1 - path) ^ (remote / (n - 1)) }')
 [ "$fec" = 0 ] || { drop=0; extra+=(-x OPTIREDUCE_FEC="$fec"); }
 [ -z "$resend" ] || extra+=(-x OPTIREDUCE_RESEND_ROUNDS="$resend")
-[ "$resend" = 0 ] || [ "$fec" != 0 ] || extra+=(-x MPITEST_RESENDS=1)
+# Every rank asks for lost chunks again unless resends are off or the parity repairs every loss.
+asks_resends=1
+{ [ "$resend" = 0 ] || [ "$fec" != 0 ]; } && asks_resends=0
+((asks_resends)) && extra+=(-x MPITEST_RESENDS=1)
 settings=(-x LD_PRELOAD="$lib${cap_lib:+:$cap_lib}" "${extra[@]}" -x OPTIREDUCE_TRANSPORT="$transport" -x OPTIREDUCE_MODE=bounded
   -x OPTIREDUCE_MIN_BYTES=0 -x OPTIREDUCE_CALIBRATION_CALLS=5 -x OPTIREDUCE_CHUNK_BYTES="$chunk"
   -x OPTIREDUCE_LOSS_BUDGET=1 -x OPTIREDUCE_HADAMARD=off -x MPITEST_NETWORK_DROP="$drop"
@@ -101,4 +104,4 @@ run_job "$seconds" "${cmd[@]}"
 [ -n "$expect" ] || expect=$([ "$transport" = ofi ] && echo "udp/" || { [ "$hosts" = 1 ] && echo "udp lo " || echo "udp eth0 gso "; })
 /usr/bin/python3 "$here/check_datagram_run.py" --work "$work" --permille "$permille" --ranks "$ranks" \
   --hosts "$hosts" --transport-prefix "$expect" $( ((stranger)) && echo --stranger) $([ "$fec" = 0 ] || echo --fec) \
-  $([ "$resend" = 0 ] && echo --no-resends) $([ "$resend" = 0 ] || [ "$fec" != 0 ] || echo --resends)
+  $([ "$resend" = 0 ] && echo --no-resends) $( ((asks_resends)) && echo --resends)
