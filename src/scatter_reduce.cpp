@@ -18,6 +18,7 @@ void ScatterReduce::begin(const ShardLayout& layout, int rank, std::uint32_t las
   stride_ = layout.shard_size(rank);
   if (slots_.size() < stride_ * static_cast<std::uint64_t>(ranks_ - 1)) slots_.resize(stride_ * (ranks_ - 1));
   contributors_.assign(chunks_, 0);
+  added_.assign(chunks_, 0);
   sources_.reserve(static_cast<std::size_t>(ranks_));
   closed_.assign(chunks_, 0);
   seen_.assign(static_cast<std::size_t>(ranks_) * chunks_, 0);
@@ -29,15 +30,35 @@ void ScatterReduce::begin(const ShardLayout& layout, int rank, std::uint32_t las
     for (std::uint32_t c = 0; c < chunks_; ++c) ready_.push_back(c);
 }
 
+void ScatterReduce::bind(const float* own, float* result, float* output, bool add_on_arrival) {
+  own_ = own;
+  result_ = result;
+  output_ = output;
+  add_on_arrival_ = add_on_arrival;
+}
+
 Accepted ScatterReduce::accept(int source, std::uint32_t chunk, const InboundMessage& message) {
   auto& seen = seen_[static_cast<std::size_t>(source) * chunks_ + chunk];
   if (seen) return Accepted::duplicate;
   if (closed_[chunk]) return Accepted::closed;  // closed at the deadline without it
   const Extent e = layout_.chunk(rank_, chunk);
-  const int slot = source < rank_ ? source : source - 1;
-  float* dst = slots_.data() + slot * stride_ + (e.offset - layout_.shard_begin(rank_));
-  if (!message.copy_payload({reinterpret_cast<std::byte*>(dst), e.length * sizeof(float)})) return Accepted::unreadable;
-  if (count_in(seen, chunk)) ready_.push_back(chunk);
+  const std::size_t bytes = e.length * sizeof(float);
+  const bool its_turn = add_on_arrival_ && place_of(source) == static_cast<int>(added_[chunk]) + 1;
+  if (its_turn && message.payload_held && message.payload.size() == bytes && message.payload_size == bytes) {
+    // Counted in first: the pass that adds it also adds the slots after it, and writes the
+    // output when it completes the chunk.
+    const bool completes = count_in(seen, chunk);
+    add_in_order(chunk, message.payload.data(), false);
+    ++added_on_arrival_;
+    if (completes) ready_.push_back(chunk);
+    return Accepted::taken;
+  }
+  float* dst = slot(source, e.offset - layout_.shard_begin(rank_));
+  if (!message.copy_payload({reinterpret_cast<std::byte*>(dst), bytes})) return Accepted::unreadable;
+  ++waited_in_slot_;
+  const bool completes = count_in(seen, chunk);
+  if (its_turn) add_in_order(chunk, nullptr, false);
+  if (completes) ready_.push_back(chunk);
   return Accepted::taken;
 }
 
@@ -48,15 +69,29 @@ bool ScatterReduce::count_in(std::uint8_t& seen, std::uint32_t chunk) {
   return ++contributors_[chunk] == static_cast<std::uint32_t>(ranks_ - 1);
 }
 
-const float* ScatterReduce::take_last_in_place(int source, std::uint32_t chunk, const InboundMessage& message) {
-  auto& seen = seen_[static_cast<std::size_t>(source) * chunks_ + chunk];
-  if (seen || closed_[chunk] || contributors_[chunk] + 2 != static_cast<std::uint32_t>(ranks_)) return nullptr;
+void ScatterReduce::add_in_order(std::uint32_t chunk, const void* arrived, bool to_the_end) {
   const Extent e = layout_.chunk(rank_, chunk);
-  if (!message.payload_held || message.payload.size() != e.length * sizeof(float) || message.payload_size != message.payload.size() ||
-      reinterpret_cast<std::uintptr_t>(message.payload.data()) % alignof(float) != 0)
-    return nullptr;
-  (void)count_in(seen, chunk);  // the last: complete, reduced by the caller rather than queued
-  return reinterpret_cast<const float*>(message.payload.data());
+  const std::uint64_t rel = e.offset - layout_.shard_begin(rank_);
+  float* sum = result_ + e.offset;
+  std::uint32_t& added = added_[chunk];
+  sources_.clear();
+  sources_.push_back(added ? static_cast<const void*>(sum) : static_cast<const void*>(own_ + e.offset));
+  int next = static_cast<int>(added) + 1;
+  if (arrived) {
+    sources_.push_back(arrived);
+    ++next;
+  }
+  for (; next < ranks_; ++next) {
+    const int peer = peer_at(next);
+    if (has(peer, chunk)) sources_.push_back(slot(peer, rel));
+    else if (!to_the_end) break;
+  }
+  // Once every place is in the sum, this pass makes the final one: it writes the output too.
+  const bool final = next == ranks_;
+  const bool nothing_new = sources_.size() == 1 && added != 0;
+  if (!(nothing_new && !(final && output_)))
+    sum_in_order(sources_.data(), static_cast<int>(sources_.size()), sum, final && output_ ? output_ + e.offset : nullptr, e.length);
+  added = static_cast<std::uint32_t>(next - 1);
 }
 
 std::optional<std::uint32_t> ScatterReduce::next_ready() {
@@ -66,24 +101,14 @@ std::optional<std::uint32_t> ScatterReduce::next_ready() {
   return c;
 }
 
-ReducedChunk ScatterReduce::reduce(std::uint32_t chunk, const float* own, float* result, float* output, int lent_source,
-                                   const float* lent) {
+ReducedChunk ScatterReduce::reduce(std::uint32_t chunk) {
   const Extent e = layout_.chunk(rank_, chunk);
-  const std::uint64_t rel = e.offset - layout_.shard_begin(rank_);
-  const float* own_base = own + e.offset;
   const bool partial = 1 + static_cast<int>(contributors_[chunk]) < ranks_;
-  auto has = [&](int p) { return p == rank_ || seen_[static_cast<std::size_t>(p) * chunks_ + chunk]; };
   // A chunk held from k of N contributors is the sum of those k: a missing contribution counts
   // as zero. Scaling by N/k would be unbiased, but with mixed signs it amplifies what is left
   // (a +x whose -x partner is missing comes back N/k times); dropping never errs by more than
   // the missing data itself.
-  sources_.clear();
-  for (int p = 0; p < ranks_; ++p)
-    if (has(p))
-      sources_.push_back(p == rank_         ? own_base
-                         : p == lent_source ? lent
-                                            : slots_.data() + (p < rank_ ? p : p - 1) * stride_ + rel);
-  sum_in_order(sources_.data(), static_cast<int>(sources_.size()), result + e.offset, output ? output + e.offset : nullptr, e.length);
+  if (static_cast<int>(added_[chunk]) + 1 < ranks_ || ranks_ == 1) add_in_order(chunk, nullptr, true);
   closed_[chunk] = partial ? kClosedPartial : kClosedExact;
   ++reduced_;
   // Chunks are reduced in the order their contributions complete, so "last" are the last ones

@@ -43,6 +43,10 @@ CallStats TarCall::run() {
   if (!staging) return fail(st);
   begin(*staging);
   stage_input();
+  // The all-gather sends read the sums (sums()); where that is the staging buffer, the pass that
+  // completes a chunk writes the output too. In the Hadamard domain the own shard is encoded by a
+  // worker meanwhile: contributions wait in slots until the reduce.
+  s_.scatter.bind(own_source_, sums(), transformed_ || sums_in_output() ? nullptr : request_.output, !transformed_);
   // Deadlines and phase times count from here: encoding is this rank's own work, not the
   // network's, and calibration calls (which never encode) must measure the same thing.
   const auto scatter_start = Clock::now();
@@ -316,21 +320,16 @@ void TarCall::reduce_ready() {
   while (auto c = s_.scatter.next_ready()) reduce(*c);
 }
 
-void TarCall::reduce(std::uint32_t chunk, int lent_source, const float* lent) {
+void TarCall::reduce(std::uint32_t chunk) {
   if (transformed_) s_.hadamard.await_encoded(s_.rank);
-  // The all-gather sends read the sum (sums()). Where that is the staging buffer, the same pass
-  // writes the output too.
-  const bool in_output = sums_in_output();
-  float* own = sums();
-  const ReducedChunk r =
-      s_.scatter.reduce(chunk, own_source_, own, transformed_ || in_output ? nullptr : request_.output, lent_source, lent);
+  const ReducedChunk r = s_.scatter.reduce(chunk);
   if (r.partial) s_.ledger.drop(s_.ledger.global_chunk(s_.rank, chunk), r.extent.length);
   if (transformed_ && s_.scatter.complete()) s_.hadamard.shard_final(s_.rank);
   std::uint16_t flags = r.last ? WireHeader::last_slice_flags(r.follow) : 0;
   if (r.partial) flags |= WireHeader::kFlagPartial;
   for (int k = 1; k < s_.ranks; ++k) {
     const int peer = rotation_peer(s_.rank, s_.ranks, k);
-    if (!send(peer, MessageKind::gather_chunk, r.extent, flags, own).ok()) OR_LOG(warn, "all-gather send to rank %d failed", peer);
+    if (!send(peer, MessageKind::gather_chunk, r.extent, flags, sums()).ok()) OR_LOG(warn, "all-gather send to rank %d failed", peer);
   }
 }
 

@@ -76,8 +76,7 @@ class TarCall {
   // At a phase's deadline: until when it keeps waiting (now or earlier: it closes).
   Clock::time_point keep_waiting_until(std::size_t phase, Clock::time_point phase_start, bool last_slices_in) const;
   void reduce_ready();
-  // `lent`: where `lent_source`'s contribution is when it was not copied (take_last_in_place).
-  void reduce(std::uint32_t chunk, int lent_source = -1, const float* lent = nullptr);
+  void reduce(std::uint32_t chunk);
   void on_scatter_chunk(const Inbound& in, const InboundMessage& message);
   void on_gather_chunk(const Inbound& in, const InboundMessage& message);
   void on_missing_list(const Inbound& in, const InboundMessage& message);

@@ -47,14 +47,6 @@ void TarCall::on_scatter_chunk(const Inbound& in, const InboundMessage& message)
   s_.stamps.note(in.header.source, in.header.stamp_scatter, in.header.stamp_gather);
   if (in.header.last_slice()) s_.last_slices[0].note(source, in.header.slices_to_follow(), message.arrived);
   if (injects_faults() && s_.faults.drop_received_chunk()) return;
-  // The chunk's last contribution is summed from where the transport holds it, not copied to a
-  // slot first (the sum is still by rank). Not in the Hadamard domain, whose reduce waits for
-  // the encoding worker.
-  if (const float* lent = transformed_ ? nullptr : s_.scatter.take_last_in_place(source, in.chunk, message)) {
-    last_arrival_ = message.arrived;
-    reduce(in.chunk, source, lent);
-    return;
-  }
   switch (s_.scatter.accept(source, in.chunk, message)) {
     case Accepted::duplicate: ++s_.rejects.duplicate; break;
     case Accepted::closed:

@@ -5,7 +5,7 @@
 // What is checked, and why it can fail:
 //  - calibration calls, then bounded calls, per size class, with the same kind on every rank;
 //  - every entry that differs from the exact sum is counted as dropped (bitwise: the engine sums
-//    in rank order), so a call that reports no loss is exact;
+//    in a fixed order per shard, scatter_reduce.hpp), so a call that reports no loss is exact;
 //  - with no injected loss, data is missing only when some phase ran to its deadline (late data
 //    on this shared machine), and rarely;
 //  - with injected loss, the dropped share follows the injected rate and the error of the
@@ -34,6 +34,7 @@
 
 #include "optireduce/engine/engine.hpp"
 #include "optireduce/engine/hadamard.hpp"
+#include "optireduce/engine/scatter_reduce.hpp"
 #include "optireduce/engine/shard_layout.hpp"
 #include "optireduce/engine/wire_header.hpp"
 #include "inproc_transport.hpp"
@@ -125,11 +126,16 @@ std::vector<float> input_of(int rank, int call, std::uint64_t count) {
   return v;
 }
 
-// The exact result as the engine computes it: float sum in rank order.
+// The exact result as the engine computes it: each shard's float sum in its owner's order.
 std::vector<float> exact_sum(int ranks, int call, std::uint64_t count) {
-  std::vector<float> sum = input_of(0, call, count);
-  for (int r = 1; r < ranks; ++r)
-    for (std::uint64_t i = 0; i < count; ++i) sum[i] += value(r, call, i);
+  const ShardLayout layout(count, ranks, 1);
+  std::vector<float> sum(count);
+  for (int owner = 0; owner < ranks; ++owner)
+    for (std::uint64_t i = layout.shard_begin(owner); i < layout.shard_begin(owner + 1); ++i) {
+      float s = value(owner, call, i);
+      for (int place = 1; place < ranks; ++place) s += value(summation_source(owner, ranks, place), call, i);
+      sum[i] = s;
+    }
   return sum;
 }
 
@@ -795,7 +801,7 @@ TEST(BoundedEngine, RanksAgreeOnTheCalibratedBounds) {
 }
 
 // The result of a transformed call that lost nothing, computed here: every rank's shard encoded
-// with the seed of (communicator, call, shard), summed in rank order, decoded. Its checksum is
+// with the seed of (communicator, call, shard), summed in its owner's order, decoded. Its checksum is
 // computed as drive() computes the engine's.
 std::uint64_t transformed_checksum(std::uint64_t comm_id, std::uint64_t call, int ranks, int call_index,
                                    std::uint64_t count, std::uint32_t chunk_elems, unsigned block_log2) {
@@ -807,10 +813,10 @@ std::uint64_t transformed_checksum(std::uint64_t comm_id, std::uint64_t call, in
     const std::uint64_t begin = layout.shard_begin(p), n = layout.shard_size(p);
     const std::uint64_t seed = hadamard_seed(comm_id, call, static_cast<std::uint64_t>(p));
     std::vector<float> sum(n), encoded(n);
-    for (int r = 0; r < ranks; ++r) {
-      const auto in = input_of(r, call_index, count);
+    for (int place = 0; place < ranks; ++place) {
+      const auto in = input_of(summation_source(p, ranks, place), call_index, count);
       hadamard_encode(in.data() + begin, encoded.data(), n, seed, h);
-      for (std::uint64_t i = 0; i < n; ++i) sum[i] = r == 0 ? encoded[i] : sum[i] + encoded[i];
+      for (std::uint64_t i = 0; i < n; ++i) sum[i] = place == 0 ? encoded[i] : sum[i] + encoded[i];
     }
     hadamard_decode(sum.data(), result.data() + begin, n, seed, h);
   }

@@ -7,6 +7,8 @@
 #include <thread>
 
 #include "optireduce/engine/engine.hpp"
+#include "optireduce/engine/scatter_reduce.hpp"
+#include "optireduce/engine/shard_layout.hpp"
 #include "inproc_transport.hpp"
 #include "optireduce/engine/wire_header.hpp"
 
@@ -35,13 +37,19 @@ std::vector<float> input_of(int rank, std::uint64_t count, bool integers) {
   return v;
 }
 
-// What the engine promises: sum in rank order, so even non-integer data matches bitwise.
+// What the engine promises: each shard's owner sums in one fixed order (its own contribution,
+// then rank-1, rank-2, ...: scatter_reduce.hpp), so even non-integer data matches bitwise.
 std::vector<float> expected_sum(int ranks, std::uint64_t count, bool integers) {
-  std::vector<float> sum = input_of(0, count, integers);
-  for (int r = 1; r < ranks; ++r) {
-    auto v = input_of(r, count, integers);
-    for (std::uint64_t i = 0; i < count; ++i) sum[i] += v[i];
-  }
+  std::vector<std::vector<float>> inputs;
+  for (int r = 0; r < ranks; ++r) inputs.push_back(input_of(r, count, integers));
+  const ShardLayout layout(count, ranks, 1);
+  std::vector<float> sum(count);
+  for (int owner = 0; owner < ranks; ++owner)
+    for (std::uint64_t i = layout.shard_begin(owner); i < layout.shard_begin(owner + 1); ++i) {
+      float s = inputs[owner][i];
+      for (int k = 1; k < ranks; ++k) s += inputs[summation_source(owner, ranks, k)][i];
+      sum[i] = s;
+    }
   return sum;
 }
 
