@@ -15,6 +15,8 @@ void EngineHistory::add(const Engine& e) {
   resend_requests += e.agreed().resend_requests;
   resend_chunks_asked += e.agreed().resend_chunks_asked;
   resent_chunks += e.agreed().resent_chunks;
+  contributions_added_on_arrival += e.contributions_added_on_arrival();
+  contributions_waited_in_slot += e.contributions_waited_in_slot();
   transports.insert(e.transport_description());
   late.messages += e.late_arrivals().messages;
   late.bytes += e.late_arrivals().bytes;

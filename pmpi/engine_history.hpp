@@ -21,6 +21,7 @@ struct EngineHistory {
   unsigned long long fill_agreement_incomplete = 0;
   unsigned long long calibration_reruns = 0;
   unsigned long long resend_requests = 0, resend_chunks_asked = 0, resent_chunks = 0;
+  unsigned long long contributions_added_on_arrival = 0, contributions_waited_in_slot = 0;
   std::set<std::string> transports;
   LateArrivals late;  // what the deadlines did not wait for, summed over engines
   // Rejected messages by reason (the engine's and the transport's), and the transports' own

@@ -89,6 +89,8 @@ RankReport this_rank(int rank) {
   r.resend_requests = h.resend_requests;
   r.resend_chunks_asked = h.resend_chunks_asked;
   r.resent_chunks = h.resent_chunks;
+  r.contributions_added_on_arrival = h.contributions_added_on_arrival;
+  r.contributions_waited_in_slot = h.contributions_waited_in_slot;
   r.late = h.late;
   r.rejected_by_reason = h.rejected_by_reason;
   r.transport_counters = h.transport_counters;

@@ -48,6 +48,10 @@ class Engine {
   // Bytes of the engine's own reusable buffers (staging and receive slots).
   std::size_t buffer_bytes() const;
   std::size_t largest_call_bytes() const { return state_.largest_call_bytes; }
+  // Scatter-reduce contributions added where the transport held them, and those that waited in
+  // a slot (they came ahead of their turn in the summation order, or the transport did not hold them).
+  std::uint64_t contributions_added_on_arrival() const { return state_.scatter.added_on_arrival(); }
+  std::uint64_t contributions_waited_in_slot() const { return state_.scatter.waited_in_slot(); }
   const RejectCounts& rejects() const { return state_.rejects; }
   const AgreedCounts& agreed() const { return state_.agreed; }
   const LateArrivals& late_arrivals() const { return state_.late; }

@@ -116,6 +116,8 @@ std::string render_rank(const RankReport& r) {
     << ", \"calibration_reruns\": " << r.calibration_reruns
     << ", \"resends\": {\"requests\": " << r.resend_requests << ", \"chunks_asked\": " << r.resend_chunks_asked
     << ", \"chunks_resent\": " << r.resent_chunks << "}"
+    << ", \"contributions\": {\"added_on_arrival\": " << r.contributions_added_on_arrival
+    << ", \"waited_in_slot\": " << r.contributions_waited_in_slot << "}"
     << ", \"engines_created\": " << s.engines_created << ", \"engine_failures\": " << s.engine_failures
     << ", \"rejected_messages\": " << r.rejected_messages << ", \"rejected_by_reason\": " << object(r.rejected_by_reason)
     << ", \"transports\": " << quoted(r.transports) << ", \"transport_counters\": " << object(r.transport_counters)

@@ -28,6 +28,8 @@ struct RankReport {
   unsigned long long fill_agreement_incomplete = 0;  // bounded calls that filled without every rank's list
   unsigned long long calibration_reruns = 0;  // calibration calls run again over the exact path
   unsigned long long resend_requests = 0, resend_chunks_asked = 0, resent_chunks = 0;  // lost datagrams asked for again
+  // Scatter-reduce contributions summed where the transport held them, and those copied to a slot first.
+  unsigned long long contributions_added_on_arrival = 0, contributions_waited_in_slot = 0;
   LateArrivals late;  // data that came after its call had closed; call_wait_us: the wait saved
   std::map<std::string, unsigned long long> rejected_by_reason;
   std::map<std::string, unsigned long long> transport_counters;  // e.g. datagrams_sent, fec_repaired

@@ -87,6 +87,14 @@ def check_new_fields(entry, where, args):
         fail(f"{where}: late_arrivals is {late!r}, expected non-negative messages, bytes, wait_us, call_wait_us")
     if late["call_wait_us"] > late["wait_us"] * (1 + 1e-9):
         fail(f"{where}: late_arrivals {late!r}: the wait per call exceeds the sum over messages")
+    contributions = entry.get("contributions")
+    if not isinstance(contributions, dict) or not all(isinstance(contributions.get(k), int) and contributions[k] >= 0
+                                                      for k in ("added_on_arrival", "waited_in_slot")):
+        fail(f"{where}: contributions is {contributions!r}, expected non-negative added_on_arrival, waited_in_slot")
+    # The first peer in the owner's summation order is always in its turn: where the transport
+    # holds payloads (UCX eager, datagrams), some contributions are summed where they arrived.
+    if args.added_on_arrival and contributions["added_on_arrival"] == 0:
+        fail(f"{where}: contributions is {contributions!r}: none was summed where the transport held it")
 
 
 def check_step_aside(ranks, args):
@@ -139,6 +147,8 @@ def main():
     parser.add_argument("--passthrough", type=int, help="exact passthrough_calls of every rank")
     parser.add_argument("--min-passthrough", type=int, default=0)
     parser.add_argument("--bytes", type=int, help="exact bytes_reduced of every rank")
+    parser.add_argument("--added-on-arrival", action="store_true",
+                        help="some scatter-reduce contributions were summed where the transport held them")
     parser.add_argument("--reason", action="append", default=[], type=name_count, metavar="NAME=N",
                         help="exact passthrough_by_reason[NAME] of every rank")
     parser.add_argument("--config", action="append", default=[], type=name_value, metavar="KEY=VALUE",
