@@ -104,28 +104,29 @@ ucs_status_t UcxTransport::on_data(void* arg, const void* header, std::size_t he
     ++self->counters_.rejected_unauthenticated;
     return UCS_OK;
   }
+  const auto* h = static_cast<const std::byte*>(header);
+  const bool held_by_ucx = param->recv_attr & (UCP_AM_RECV_ATTR_FLAG_DATA | UCP_AM_RECV_ATTR_FLAG_RNDV);
+  // UCX lends this payload only until the callback returns. Inside poll(), with nothing queued
+  // before it from any peer (order is kept), the engine takes it from UCX's own receive buffer
+  // now, with nothing allocated; otherwise it is copied and waits for the next poll().
+  if (!held_by_ucx && self->delivers_in_callback()) {
+    self->deliver_in_callback(source, {h, header_length}, {static_cast<const std::byte*>(data), length});
+    return UCS_OK;
+  }
   Arrived a;
   a.source = source;
   a.arrived = Clock::now();
-  const auto* h = static_cast<const std::byte*>(header);
   a.header.assign(h, h + header_length);
   a.length = length;
   // Keep UCX's descriptor instead of copying; deliver outside this callback (never progress UCX
   // or send from inside its own callbacks). A rendezvous payload is fetched only once the engine
   // has validated the header and named the destination.
-  if (param->recv_attr & (UCP_AM_RECV_ATTR_FLAG_DATA | UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+  if (held_by_ucx) {
     a.rendezvous = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
     self->received_rendezvous_ += a.rendezvous;
     a.ucx_data = data;
     self->inbox_.push_back(std::move(a));
     return UCS_INPROGRESS;
-  }
-  // UCX lends this payload only until the callback returns. Inside poll(), with nothing queued
-  // before it from any peer (order is kept), the engine takes it from UCX's own receive buffer
-  // now; otherwise it is copied and waits for the next poll().
-  if (self->delivers_in_callback()) {
-    self->deliver_in_callback(source, {h, header_length}, {static_cast<const std::byte*>(data), length});
-    return UCS_OK;
   }
   const auto* d = static_cast<const std::byte*>(data);
   a.copy.assign(d, d + length);
