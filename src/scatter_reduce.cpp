@@ -38,26 +38,28 @@ void ScatterReduce::bind(const float* own, float* result, float* output, bool ad
 }
 
 Accepted ScatterReduce::accept(int source, std::uint32_t chunk, const InboundMessage& message) {
-  auto& seen = seen_[static_cast<std::size_t>(source) * chunks_ + chunk];
+  auto& seen = seen_at(source, chunk);
   if (seen) return Accepted::duplicate;
   if (closed_[chunk]) return Accepted::closed;  // closed at the deadline without it
   const Extent e = layout_.chunk(rank_, chunk);
   const std::size_t bytes = e.length * sizeof(float);
   const bool its_turn = add_on_arrival_ && place_of(source) == static_cast<int>(added_[chunk]) + 1;
-  if (its_turn && message.payload_held && message.payload.size() == bytes && message.payload_size == bytes) {
-    // Counted in first: the pass that adds it also adds the slots after it, and writes the
-    // output when it completes the chunk.
-    const bool completes = count_in(seen, chunk);
-    add_in_order(chunk, message.payload.data(), false);
+  // In its turn, a payload the transport holds is added from there; anything else waits in its
+  // slot (and is added from it at once when its turn has come).
+  const void* held = its_turn && message.payload_held && message.payload.size() == bytes && message.payload_size == bytes
+                         ? message.payload.data()
+                         : nullptr;
+  if (held) {
     ++added_on_arrival_;
-    if (completes) ready_.push_back(chunk);
-    return Accepted::taken;
+  } else {
+    if (!message.copy_payload({reinterpret_cast<std::byte*>(slot(source, e.offset - layout_.shard_begin(rank_))), bytes}))
+      return Accepted::unreadable;
+    ++waited_in_slot_;
   }
-  float* dst = slot(source, e.offset - layout_.shard_begin(rank_));
-  if (!message.copy_payload({reinterpret_cast<std::byte*>(dst), bytes})) return Accepted::unreadable;
-  ++waited_in_slot_;
+  // Counted in first: the pass that adds it also adds the slots after it, and writes the output
+  // when it completes the chunk.
   const bool completes = count_in(seen, chunk);
-  if (its_turn) add_in_order(chunk, nullptr, false);
+  if (its_turn) add_in_order(chunk, e, held, false);
   if (completes) ready_.push_back(chunk);
   return Accepted::taken;
 }
@@ -69,8 +71,7 @@ bool ScatterReduce::count_in(std::uint8_t& seen, std::uint32_t chunk) {
   return ++contributors_[chunk] == static_cast<std::uint32_t>(ranks_ - 1);
 }
 
-void ScatterReduce::add_in_order(std::uint32_t chunk, const void* arrived, bool to_the_end) {
-  const Extent e = layout_.chunk(rank_, chunk);
+void ScatterReduce::add_in_order(std::uint32_t chunk, const Extent& e, const void* arrived, bool to_the_end) {
   const std::uint64_t rel = e.offset - layout_.shard_begin(rank_);
   float* sum = result_ + e.offset;
   std::uint32_t& added = added_[chunk];
@@ -83,14 +84,15 @@ void ScatterReduce::add_in_order(std::uint32_t chunk, const void* arrived, bool 
   }
   for (; next < ranks_; ++next) {
     const int peer = peer_at(next);
-    if (has(peer, chunk)) sources_.push_back(slot(peer, rel));
+    if (seen_at(peer, chunk)) sources_.push_back(slot(peer, rel));
     else if (!to_the_end) break;
   }
   // Once every place is in the sum, this pass makes the final one: it writes the output too.
-  const bool final = next == ranks_;
-  const bool nothing_new = sources_.size() == 1 && added != 0;
-  if (!(nothing_new && !(final && output_)))
-    sum_in_order(sources_.data(), static_cast<int>(sources_.size()), sum, final && output_ ? output_ + e.offset : nullptr, e.length);
+  float* also = next == ranks_ && output_ ? output_ + e.offset : nullptr;
+  // A pass is due for something new to add, for the own contribution alone (the sum starts from
+  // it), or for the output's copy.
+  if (sources_.size() > 1 || added == 0 || also)
+    sum_in_order(sources_.data(), static_cast<int>(sources_.size()), sum, also, e.length);
   added = static_cast<std::uint32_t>(next - 1);
 }
 
@@ -108,7 +110,9 @@ ReducedChunk ScatterReduce::reduce(std::uint32_t chunk) {
   // as zero. Scaling by N/k would be unbiased, but with mixed signs it amplifies what is left
   // (a +x whose -x partner is missing comes back N/k times); dropping never errs by more than
   // the missing data itself.
-  if (static_cast<int>(added_[chunk]) + 1 < ranks_ || ranks_ == 1) add_in_order(chunk, nullptr, true);
+  // Not when every peer's contribution is already in the running sum (that pass wrote the
+  // output); a lone rank has none, and its own shard is copied here.
+  if (static_cast<int>(added_[chunk]) + 1 < ranks_ || ranks_ == 1) add_in_order(chunk, e, nullptr, true);
   closed_[chunk] = partial ? kClosedPartial : kClosedExact;
   ++reduced_;
   // Chunks are reduced in the order their contributions complete, so "last" are the last ones
@@ -125,14 +129,14 @@ std::uint64_t ScatterReduce::open_entries() const {
 
 bool ScatterReduce::waiting_for(int source) const {
   for (std::uint32_t c = 0; c < chunks_; ++c)
-    if (!closed_[c] && !seen_[static_cast<std::size_t>(source) * chunks_ + c]) return true;
+    if (!closed_[c] && !seen_at(source, c)) return true;
   return false;
 }
 
 void ScatterReduce::missing_from(int source, std::vector<std::uint32_t>& out) const {
   out.clear();
   for (std::uint32_t c = 0; c < chunks_; ++c)
-    if (!closed_[c] && !seen_[static_cast<std::size_t>(source) * chunks_ + c]) out.push_back(c);
+    if (!closed_[c] && !seen_at(source, c)) out.push_back(c);
 }
 
 std::vector<std::uint32_t> ScatterReduce::open_chunks() const {

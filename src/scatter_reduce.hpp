@@ -73,9 +73,9 @@ class ScatterReduce {
  private:
   // Counts a contribution in; true when it completes its chunk.
   bool count_in(std::uint8_t& seen, std::uint32_t chunk);
-  bool has(int source, std::uint32_t chunk) const {
-    return source == rank_ || seen_[static_cast<std::size_t>(source) * chunks_ + chunk];
-  }
+  // Whether `source`'s contribution to `chunk` came (counted in by count_in).
+  std::uint8_t& seen_at(int source, std::uint32_t chunk) { return seen_[static_cast<std::size_t>(source) * chunks_ + chunk]; }
+  std::uint8_t seen_at(int source, std::uint32_t chunk) const { return seen_[static_cast<std::size_t>(source) * chunks_ + chunk]; }
   float* slot(int source, std::uint64_t rel) { return slots_.data() + (source < rank_ ? source : source - 1) * stride_ + rel; }
   // The peer at place `k` (1 ..< ranks) of the summation order, and a peer's place in it.
   int peer_at(int k) const { return summation_source(rank_, ranks_, k); }
@@ -83,7 +83,7 @@ class ScatterReduce {
   // Adds to chunk `chunk`'s running sum `arrived` (the contribution of the next peer in order,
   // unless null) and then every contribution waiting in a slot whose turn has come; with
   // `to_the_end`, every contribution still in (the chunk is being closed).
-  void add_in_order(std::uint32_t chunk, const void* arrived, bool to_the_end);
+  void add_in_order(std::uint32_t chunk, const Extent& e, const void* arrived, bool to_the_end);
 
   ShardLayout layout_;
   int rank_ = 0, ranks_ = 1;

@@ -327,9 +327,10 @@ void TarCall::reduce(std::uint32_t chunk) {
   if (transformed_ && s_.scatter.complete()) s_.hadamard.shard_final(s_.rank);
   std::uint16_t flags = r.last ? WireHeader::last_slice_flags(r.follow) : 0;
   if (r.partial) flags |= WireHeader::kFlagPartial;
+  const float* reduced = sums();
   for (int k = 1; k < s_.ranks; ++k) {
     const int peer = rotation_peer(s_.rank, s_.ranks, k);
-    if (!send(peer, MessageKind::gather_chunk, r.extent, flags, sums()).ok()) OR_LOG(warn, "all-gather send to rank %d failed", peer);
+    if (!send(peer, MessageKind::gather_chunk, r.extent, flags, reduced).ok()) OR_LOG(warn, "all-gather send to rank %d failed", peer);
   }
 }
 

@@ -38,6 +38,7 @@
 #include "optireduce/engine/shard_layout.hpp"
 #include "optireduce/engine/wire_header.hpp"
 #include "inproc_transport.hpp"
+#include "owner_order_sum.hpp"
 
 namespace optireduce {
 namespace {
@@ -128,15 +129,7 @@ std::vector<float> input_of(int rank, int call, std::uint64_t count) {
 
 // The exact result as the engine computes it: each shard's float sum in its owner's order.
 std::vector<float> exact_sum(int ranks, int call, std::uint64_t count) {
-  const ShardLayout layout(count, ranks, 1);
-  std::vector<float> sum(count);
-  for (int owner = 0; owner < ranks; ++owner)
-    for (std::uint64_t i = layout.shard_begin(owner); i < layout.shard_begin(owner + 1); ++i) {
-      float s = value(owner, call, i);
-      for (int place = 1; place < ranks; ++place) s += value(summation_source(owner, ranks, place), call, i);
-      sum[i] = s;
-    }
-  return sum;
+  return sum_in_owners_order(ranks, count, [&](int rank, std::uint64_t i) { return value(rank, call, i); });
 }
 
 // One rank's view of one call.

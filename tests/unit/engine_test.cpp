@@ -7,9 +7,8 @@
 #include <thread>
 
 #include "optireduce/engine/engine.hpp"
-#include "optireduce/engine/scatter_reduce.hpp"
-#include "optireduce/engine/shard_layout.hpp"
 #include "inproc_transport.hpp"
+#include "owner_order_sum.hpp"
 #include "optireduce/engine/wire_header.hpp"
 
 namespace optireduce {
@@ -42,15 +41,7 @@ std::vector<float> input_of(int rank, std::uint64_t count, bool integers) {
 std::vector<float> expected_sum(int ranks, std::uint64_t count, bool integers) {
   std::vector<std::vector<float>> inputs;
   for (int r = 0; r < ranks; ++r) inputs.push_back(input_of(r, count, integers));
-  const ShardLayout layout(count, ranks, 1);
-  std::vector<float> sum(count);
-  for (int owner = 0; owner < ranks; ++owner)
-    for (std::uint64_t i = layout.shard_begin(owner); i < layout.shard_begin(owner + 1); ++i) {
-      float s = inputs[owner][i];
-      for (int k = 1; k < ranks; ++k) s += inputs[summation_source(owner, ranks, k)][i];
-      sum[i] = s;
-    }
-  return sum;
+  return sum_in_owners_order(ranks, count, [&](int rank, std::uint64_t i) { return inputs[rank][i]; });
 }
 
 // Runs one allreduce on every rank; returns each rank's output.
