@@ -9,8 +9,10 @@ namespace optireduce {
 
 inline double us_since(Clock::time_point t) { return std::chrono::duration<double, std::micro>(Clock::now() - t).count(); }
 
-inline Clock::time_point after_us(Clock::time_point t, double us) {
-  return t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::micro>(us));
+inline Clock::duration us_duration(double us) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::micro>(us));
 }
+
+inline Clock::time_point after_us(Clock::time_point t, double us) { return t + us_duration(us); }
 
 }  // namespace optireduce

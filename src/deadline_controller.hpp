@@ -100,6 +100,11 @@ class DeadlineController {
   // latest at stretch_limit.
   static double quiet_gap_us(double phase_budget_us) { return std::max(kQuietFloorUs, kQuietShare * phase_budget_us); }
   static double stretch_limit_us(double phase_budget_us) { return kMaxStretch * phase_budget_us + quiet_gap_us(phase_budget_us); }
+  // Over datagrams a rank in a call sends each peer it has sent nothing for this long a
+  // heartbeat; a peer nothing came from for silence_us (several heartbeats, lost at random
+  // together only rarely) is stalled, not behind a lossy path: what it owes is late, not lost.
+  static double heartbeat_us(double call_budget_us) { return quiet_gap_us(call_budget_us) / kHeartbeatsPerSilence; }
+  static double silence_us(double call_budget_us) { return quiet_gap_us(call_budget_us); }
   // How long a bounded call waits at least for the other ranks' lists of missing chunks, from
   // the end of its own all-gather (TarCall::agree_on_fill waits longer for a peer whose phases
   // may still be stretching); giving up earlier leaves replicas different.
@@ -137,6 +142,7 @@ class DeadlineController {
   static constexpr double kQuietFloorUs = 10000;
   static constexpr double kQuietShare = 0.25;
   static constexpr double kMaxStretch = 4.0;
+  static constexpr double kHeartbeatsPerSilence = 6.0;
   static constexpr double kAgreeMinUs = 500;
   static constexpr std::size_t kWarmCalibrationCalls = 8;
   static constexpr double kProbeBudgetFactor = 4.0;

@@ -32,8 +32,9 @@ Inbound classify(const InboundMessage& message, const CallView& call) {
     in.kind = h.epoch > call.epoch ? InboundKind::early : InboundKind::call_failed;
     return in;
   }
-  if (h.kind == MessageKind::peer_done) {
-    in.kind = h.epoch == call.epoch && call.in_call && h.length == 0 ? InboundKind::peer_done : InboundKind::ignored;
+  if (h.kind == MessageKind::peer_done || h.kind == MessageKind::alive) {
+    const bool current = h.epoch == call.epoch && call.in_call && h.length == 0;
+    in.kind = !current ? InboundKind::ignored : h.kind == MessageKind::alive ? InboundKind::alive : InboundKind::peer_done;
     return in;
   }
   if (h.kind == MessageKind::resend_request) {

@@ -23,6 +23,7 @@ enum class InboundKind {
   missing_list,   // geometry is checked by the fill agreement
   call_failed,    // a peer gave up on this call (or an earlier one this rank has left)
   resend_request, // a peer asks for chunks of the call in progress again (list checked by resend.hpp)
+  alive,          // a peer's heartbeat in the call in progress
 };
 
 struct Inbound {

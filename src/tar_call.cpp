@@ -27,7 +27,9 @@ Status TarCall::wait(Clock::time_point deadline, const std::function<bool()>& do
   while (!done()) {
     if (!s_.peer_failure.ok()) return s_.peer_failure;
     if (Clock::now() >= deadline) return Timeout("no progress from the peers");
-    Status st = transport_.poll(deadline, handler);
+    note_running();
+    beat();
+    Status st = transport_.poll(std::min(deadline, next_beat()), handler);
     if (!st.ok() && st.code() != StatusCode::timeout) return st;
   }
   return {};
@@ -54,6 +56,15 @@ CallStats TarCall::run() {
   if (!s_.peer_failure.ok()) return fail(s_.peer_failure);
   budget_ = budget();
   stats_.deadline_us = bounded() ? budget_.us : PhaseTimes{};
+  if (bounded() && !transport_.traits().reliable && s_.ranks > 1) {
+    const double call_budget_us = std::max(budget_.us[0], budget_.us[1]);
+    heartbeat_ = us_duration(DeadlineController::heartbeat_us(call_budget_us));
+    silence_ = us_duration(DeadlineController::silence_us(call_budget_us));
+    last_ran_ = Clock::now();
+    next_beat_ = last_ran_ + heartbeat_;
+    // Every heartbeat of the call is the same header, in one slot.
+    encode(header_of(MessageKind::alive), EncodedHeader(beat_header_, WireHeader::kEncodedSize));
+  }
   if (st = run_scatter_reduce(scatter_start); !st.ok()) return fail(st);
   const auto gather_start = Clock::now();
   const auto gather_deadline = after_us(gather_start, budget_.us[1]);
@@ -140,6 +151,8 @@ void TarCall::begin(StagingBuffer& staging) {
   s_.heard_from.assign(static_cast<std::size_t>(s_.ranks), 0);
   s_.heard_from[static_cast<std::size_t>(s_.rank)] = 1;
   unheard_ = s_.ranks - 1;
+  s_.heard_at.assign(static_cast<std::size_t>(s_.ranks), start_);
+  s_.posted_at.assign(static_cast<std::size_t>(s_.ranks), start_);
   // One header slot per send of this call, sized up front: a transport reads a header until its
   // send completes. Scatter: every chunk of every other shard once; all-gather: every own chunk
   // to every peer; a "done" to every peer; the missing lists (FillAgreement::copies).
@@ -150,8 +163,9 @@ void TarCall::begin(StagingBuffer& staging) {
   const std::size_t data_sends = static_cast<std::size_t>(s_.ledger.total_chunks() - own) + std::size_t{own} * (s_.ranks - 1);
   list_copies_ = FillAgreement::copies(traits.reliable);
   const std::size_t sends = data_sends + static_cast<std::size_t>(1 + list_copies_ * s_.fill.pieces_per_rank()) * (s_.ranks - 1) +
-                            s_.resends.rounds() * (data_sends + kTarPhases * (s_.ranks - 1));
+                            s_.resends.rounds() * (data_sends + kTarPhases * (s_.ranks - 1)) + 1;
   StagingPool::prepare(staging, count, sends, s_.ranks);
+  beat_header_ = staging.next_header().data();
   transformed_ = bounded() && !probe_ &&
                  (s_.options.hadamard == HadamardMode::on ||
                   (s_.options.hadamard == HadamardMode::automatic && s_.loss_budget.hadamard_active()));
@@ -173,15 +187,20 @@ Status TarCall::send(int peer, MessageKind kind, const Extent& extent, std::uint
   return post(peer, lane, kind, flags, extent.offset, extent.length, {payload, extent.length * sizeof(float)});
 }
 
-Status TarCall::post(int peer, Lane lane, MessageKind kind, std::uint16_t flags, std::uint64_t offset, std::uint32_t length,
-                     std::span<const std::byte> payload) {
+WireHeader TarCall::header_of(MessageKind kind) const {
   WireHeader h;
   h.kind = kind;
-  h.flags = flags;
   h.source = static_cast<std::uint32_t>(s_.rank);
   h.comm_id = s_.comm_id;
   h.epoch = s_.epoch;
   h.total = s_.layout.total();
+  return h;
+}
+
+Status TarCall::post(int peer, Lane lane, MessageKind kind, std::uint16_t flags, std::uint64_t offset, std::uint32_t length,
+                     std::span<const std::byte> payload) {
+  WireHeader h = header_of(kind);
+  h.flags = flags;
   h.offset = offset;
   h.length = length;
   h.stamp_scatter = static_cast<float>(s_.my_estimate_us[0]);
@@ -190,7 +209,43 @@ Status TarCall::post(int peer, Lane lane, MessageKind kind, std::uint16_t flags,
   encode(h, header);
   Status st = transport_.send(peer, lane, header, payload);
   if (st.ok() && lane == Lane::data) path_.staging.note_posted(peer);
+  if (beats()) s_.posted_at[static_cast<std::size_t>(peer)] = Clock::now();
   return st;
+}
+
+void TarCall::note_running() {
+  if (!beats()) return;
+  const auto now = Clock::now();
+  if (now - last_ran_ > silence_) resumed_at_ = std::max(resumed_at_, now);
+  last_ran_ = now;
+}
+
+void TarCall::beat() {
+  if (!beats()) return;
+  const auto now = Clock::now();
+  if (now < next_beat_) return;
+  next_beat_ = now + heartbeat_;
+  const EncodedHeader header(beat_header_, WireHeader::kEncodedSize);
+  for (int p = 0; p < s_.ranks; ++p) {
+    if (p == s_.rank || now - s_.posted_at[static_cast<std::size_t>(p)] < heartbeat_ / 2) continue;
+    // A heartbeat that cannot be sent now is no failure: the next pass tries again.
+    if (transport_.send(p, Lane::control, header, {}).ok()) s_.posted_at[static_cast<std::size_t>(p)] = now;
+  }
+}
+
+Clock::time_point TarCall::quiet_peers_until(Clock::time_point now) const {
+  auto until = Clock::time_point::min();
+  if (!beats()) return until;
+  for (int p = 0; p < s_.ranks; ++p) {
+    const auto i = static_cast<std::size_t>(p);
+    if (p == s_.rank || !s_.heard_from[i] || s_.done_from[i] || s_.fill.has_list(p)) continue;
+    const auto quiet = now - s_.heard_at[i];
+    // Stalled: looked at again a silence later (it resumes, or the hard cap ends the wait).
+    if (quiet > silence_) return now + silence_;
+    // Its heartbeats are overdue: stalled if it stays quiet until a silence is complete.
+    if (quiet > kOverdueBeats * heartbeat_) until = std::max(until, s_.heard_at[i] + silence_);
+  }
+  return until;
 }
 
 Status TarCall::send_scatter() {
@@ -250,14 +305,18 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
       if (!bounded()) break;
       // What already arrived counts (a rank that was descheduled reads it only now).
       if (drain_arrived(phase) && complete()) break;
-      const auto later = keep_waiting_until(phase, phase_start, grace_set);
+      // Until the last slices announced have had time to come, the senders' data still flows.
+      const bool settled = grace_set && Clock::now() >= s_.last_slices[phase].settled_at(s_.rank, sends_to_me, follow_wait);
+      const auto later = keep_waiting_until(phase, phase_start, settled);
       if (later <= Clock::now()) break;
       deadline = later;
       if (later == hard_deadline_ && unheard_ > 0) entry_pending = waited_for_entry_ = true;
     }
     if (!s_.peer_failure.ok()) return s_.peer_failure;
     const auto wake = resending ? std::min(deadline, std::max(ask_from, s_.resends.next_due(phase, resend_wait))) : deadline;
-    Status st = transport_.poll(wake, handler);
+    note_running();
+    beat();
+    Status st = transport_.poll(std::min(wake, next_beat()), handler);
     if (!st.ok() && st.code() != StatusCode::timeout) return st;
     if (phase == 0) reduce_ready();
   }
@@ -277,6 +336,9 @@ bool TarCall::drain_arrived(std::size_t phase) {
 
 Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_point phase_start, bool last_slices_in) const {
   const double budget = budget_.us[phase];
+  // Deadlines bound the network's tail, not a stalled process's: what a peer that stopped
+  // sending even its heartbeats owes is late, not lost.
+  if (const auto quiet = quiet_peers_until(Clock::now()); quiet != Clock::time_point::min()) return std::min(hard_deadline_, quiet);
   // A call that would lose more than the loss budget is not a result: what is missing but late,
   // not lost, is waited for as an exact call does. Each rank holds its own loss to a share of the
   // budget: the fill agreement makes every rank's missing chunks everybody's, so the call loses
@@ -287,7 +349,10 @@ Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_poi
   // (once every sender's last slices are in, only a grace: the rest is in flight or lost).
   const double gap = last_slices_in ? DeadlineController::grace_us(budget) : DeadlineController::quiet_gap_us(budget);
   const auto quiet_until = after_us(last_arrival_, gap);
-  return std::min({quiet_until, after_us(phase_start, DeadlineController::stretch_limit_us(budget)), hard_deadline_});
+  // A peer that resumed from a stall works through what queued for it first: the phase may
+  // stretch from then.
+  const auto stretch_from = std::max(phase_start, resumed_at_);
+  return std::min({quiet_until, after_us(stretch_from, DeadlineController::stretch_limit_us(budget)), hard_deadline_});
 }
 
 double TarCall::loss_if_closed(std::size_t phase) const {
@@ -305,10 +370,10 @@ Clock::time_point TarCall::missing_late_until() const {
   // entry as a bounded call does, since what it lacks is asked for again only once it came.
   if ((probe_ && !request_.exact_by_resends) || s_.options.faults.drop > 0) return Clock::time_point::min();
   if (transport_.traits().reliable || unheard_ > 0) return hard_deadline_;
-  // A peer that entered late first works through what queued for it meanwhile: what it sends
-  // after its entry is late too, for as long as its phases may stretch from then.
-  if (waited_for_entry_) return peers_close_by(all_heard_at_);
-  return Clock::time_point::min();
+  // A peer that entered late, or resumed after a stall, first works through what queued for it
+  // meanwhile: what it sends then is late too, for as long as its phases may stretch from then.
+  const auto late_from = std::max(waited_for_entry_ ? all_heard_at_ : Clock::time_point::min(), resumed_at_);
+  return late_from == Clock::time_point::min() ? late_from : peers_close_by(late_from);
 }
 
 Clock::time_point TarCall::peers_close_by(Clock::time_point last_entry) const {
@@ -342,12 +407,7 @@ bool TarCall::agree_on_fill() {
     for (int k = 1; k < s_.ranks; ++k) {
       const int peer = rotation_peer(s_.rank, s_.ranks, k);
       s_.fill.for_each_piece(mine, [&](std::uint64_t offset, std::span<const std::byte> piece) {
-        WireHeader h;
-        h.kind = MessageKind::missing_list;
-        h.source = static_cast<std::uint32_t>(s_.rank);
-        h.comm_id = s_.comm_id;
-        h.epoch = s_.epoch;
-        h.total = s_.layout.total();
+        WireHeader h = header_of(MessageKind::missing_list);
         h.offset = offset;
         h.length = static_cast<std::uint32_t>(piece.size());
         EncodedHeader header = staging_->next_header();
@@ -363,7 +423,7 @@ bool TarCall::agree_on_fill() {
   const auto until = std::min(
       std::max(after_us(Clock::now(), DeadlineController::agreement_wait_us(budget_.us[1])), peers_close_by(last_entry)), hard_deadline_);
   const auto waited_from = Clock::now();
-  const bool complete = wait(until, [&] { return s_.fill.complete(s_.ranks); }).ok();
+  const bool complete = wait_for_lists(until);
   if (!complete) log_incomplete_fill(waited_from);
   serving_resends_ = false;
   // A shard decoded meanwhile by the worker is decoded again if its data changes here.
@@ -372,6 +432,22 @@ bool TarCall::agree_on_fill() {
     if (transformed_) s_.hadamard.changed(owner);
   });
   return complete;
+}
+
+bool TarCall::wait_for_lists(Clock::time_point until) {
+  for (;;) {
+    const Status st = wait(until, [&] { return s_.fill.complete(s_.ranks); });
+    if (st.ok()) return true;
+    if (st.code() != StatusCode::timeout || !beats()) return false;
+    // A peer without a list that is stalled, or resumed from a stall, is waited for as in the phases.
+    const auto now = Clock::now();
+    const auto quiet = quiet_peers_until(now);
+    const auto later = std::min(hard_deadline_, quiet != Clock::time_point::min()            ? quiet
+                                                : resumed_at_ != Clock::time_point::min() ? peers_close_by(resumed_at_)
+                                                                                          : until);
+    if (later <= now) return false;
+    until = later;
+  }
 }
 
 void TarCall::log_incomplete_fill(Clock::time_point waited_from) const {
@@ -418,7 +494,8 @@ void TarCall::teach_deadlines(Clock::time_point scatter_start, Clock::time_point
   // The peers stamped this call's messages with their estimates of the call before it (the same
   // call on every rank), which may be of another size or class.
   const std::uint64_t described = s_.my_estimate_bytes;
-  s_.my_estimate_us = needed;
+  // A call that waited out a stalled peer measured the stall, not the network.
+  if (resumed_at_ == Clock::time_point::min()) s_.my_estimate_us = needed;
   s_.my_estimate_bytes = request_.count * sizeof(float);
   auto learn_stamps = [&] {
     if (described) s_.deadlines.record_estimate(s_.stamps.medians(), double(described));

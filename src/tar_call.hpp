@@ -64,6 +64,8 @@ class TarCall {
   PhaseDeadlines budget() const;
   Status send_scatter();
   Status send(int peer, MessageKind kind, const Extent& extent, std::uint16_t flags, const float* base);
+  // A header of this call from this rank (no extent, flags or stamps yet).
+  WireHeader header_of(MessageKind kind) const;
   // Any message of this call with this rank's stamps: encoded into the next header slot, sent.
   Status post(int peer, Lane lane, MessageKind kind, std::uint16_t flags, std::uint64_t offset, std::uint32_t length,
               std::span<const std::byte> payload);
@@ -90,6 +92,8 @@ class TarCall {
   void on_resend_request(const Inbound& in, const InboundMessage& message);
   // Bounded calls: the ranks agree on the chunks every rank fills (fill_agreement.hpp).
   bool agree_on_fill();
+  // Waits for every peer's list until `until`, longer for a peer that stalled; true when all came.
+  bool wait_for_lists(Clock::time_point until);
   void log_incomplete_fill(Clock::time_point waited_from) const;
   Status finish_sends(Clock::time_point phase_deadline);
   void teach_deadlines(Clock::time_point scatter_start, Clock::time_point gather_start);
@@ -116,6 +120,25 @@ class TarCall {
   Clock::time_point missing_late_until() const;
   // When every peer's phases have closed at the latest, from the last peer's entry.
   Clock::time_point peers_close_by(Clock::time_point last_entry) const;
+  // Datagram calls: a peer stalled (descheduled, stopped) sends nothing, not even heartbeats; one
+  // behind a lossy path still gets some through. A stalled peer's data is late, not lost.
+  bool beats() const { return heartbeat_ != Clock::duration::zero(); }
+  // Sends a heartbeat to each peer this rank has sent nothing for a while, when one is due.
+  void beat();
+  // The next heartbeat pass (max() when this call sends none).
+  Clock::time_point next_beat() const { return beats() ? next_beat_ : Clock::time_point::max(); }
+  // This rank's waits wake at least every heartbeat: a longer gap between two of them was a
+  // stall of this rank (descheduled, stopped), after which its phases may stretch as after a
+  // peer's.
+  void note_running();
+  // Any message from a peer: it runs. One that was silent past silence_ resumed just now.
+  void note_alive(std::uint32_t source, Clock::time_point arrived);
+  // Until when a peer still in this call (entered, no list or "done" from it yet) is waited for
+  // because nothing came from it lately: a silence later when it is stalled (quiet for
+  // silence_), when its silence would be complete when its heartbeats are overdue; min() when
+  // every such peer was heard lately.
+  Clock::time_point quiet_peers_until(Clock::time_point now) const;
+  static constexpr int kOverdueBeats = 2;
   // Going on now would lose more than this rank's share of the loss budget (a call that loses
   // more than the budget is not a result).
   bool over_budget_share(double loss) const;
@@ -142,6 +165,12 @@ class TarCall {
   int unheard_ = 0;                     // peers nothing of this call came from yet
   Clock::time_point all_heard_at_{};    // when the last of them entered
   bool waited_for_entry_ = false;       // a phase was held for a peer that had not entered
+  Clock::duration heartbeat_{};         // zero: no heartbeats (a transport that loses nothing)
+  Clock::duration silence_{};
+  Clock::time_point next_beat_{};
+  Clock::time_point last_ran_{};        // this rank's last pass through a wait
+  std::byte* beat_header_ = nullptr;    // the staging header slot every heartbeat of the call sends
+  Clock::time_point resumed_at_ = Clock::time_point::min();  // a silent peer was heard again
   // Until the fill agreement may change the staged data (or the call ends without one).
   bool serving_resends_ = true;
   // This rank sent its list of missing chunks: to its peers that says it is done, too.

@@ -9,9 +9,20 @@ namespace optireduce {
 void TarCall::handle(const InboundMessage& message) {
   CallView view{s_.rank, s_.ranks, s_.comm_id, s_.epoch, s_.in_call, &s_.layout};
   const Inbound in = classify(message, view);
+  if (in.kind == InboundKind::malformed) {
+    ++s_.rejects.malformed;
+    return;
+  }
+  if (in.kind == InboundKind::foreign) {
+    ++s_.rejects.foreign;
+    return;
+  }
+  // Whatever it is, an authentic message says its sender runs.
+  note_alive(in.header.source, message.arrived);
   switch (in.kind) {
-    case InboundKind::malformed: ++s_.rejects.malformed; return;
-    case InboundKind::foreign: ++s_.rejects.foreign; return;
+    case InboundKind::malformed:
+    case InboundKind::foreign: return;
+    case InboundKind::alive: note_heard(in.header.source, message.arrived); return;
     case InboundKind::stale:
       ++s_.rejects.stale;
       // Only data counts as what the deadline did not wait for; control messages (the second
@@ -34,6 +45,13 @@ void TarCall::handle(const InboundMessage& message) {
     case InboundKind::call_failed: return on_call_failed(in, message);
     case InboundKind::resend_request: note_heard(in.header.source, message.arrived); return on_resend_request(in, message);
   }
+}
+
+void TarCall::note_alive(std::uint32_t source, Clock::time_point arrived) {
+  if (source >= s_.heard_at.size()) return;
+  auto& at = s_.heard_at[source];
+  if (s_.in_call && beats() && s_.heard_from[source] && arrived - at > silence_) resumed_at_ = std::max(resumed_at_, arrived);
+  at = std::max(at, arrived);
 }
 
 void TarCall::note_heard(std::uint32_t source, Clock::time_point arrived) {

@@ -25,7 +25,7 @@ bool decode(std::span<const std::byte> in, WireHeader& h) {
   ByteReader r(in.data());
   if (r.get<std::uint32_t>() != WireHeader::kMagic || r.get<std::uint8_t>() != WireHeader::kVersion) return false;
   const auto kind = r.get<std::uint8_t>();
-  if (kind < static_cast<std::uint8_t>(MessageKind::scatter_chunk) || kind > static_cast<std::uint8_t>(MessageKind::resend_request))
+  if (kind < static_cast<std::uint8_t>(MessageKind::scatter_chunk) || kind > static_cast<std::uint8_t>(MessageKind::alive))
     return false;
   h.kind = static_cast<MessageKind>(kind);
   h.flags = r.get<std::uint16_t>();

@@ -20,11 +20,13 @@ enum class MessageKind : std::uint8_t {
   resend_request = 6, // "send these chunks of this call again": payload the chunk indices (u32
                       // each, `length` of them); kFlagGatherPhase names the phase, the round
                       // bits which of the requester's rounds it is (resend.hpp)
+  alive = 7,          // header only: "I am in this call and running" (a datagram call's heartbeat:
+                      // what a silent peer still owes is late, not lost)
 };
 
 struct WireHeader {
   static constexpr std::uint32_t kMagic = 0x5254504fu;  // "OPTR" on the wire
-  static constexpr std::uint8_t kVersion = 1;
+  static constexpr std::uint8_t kVersion = 2;
   static constexpr std::size_t kEncodedSize = 56;
   static constexpr std::uint16_t kFlagLastSlice = 1u << 0;
   // All-gather chunk its owner reduced without every contribution (scaled up): inexact.

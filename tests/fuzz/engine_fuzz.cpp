@@ -50,7 +50,7 @@ void engine_message(const WireHeader& now, std::uint64_t comm_id, std::size_t ma
   std::uint8_t b[12] = {};
   for (std::size_t i = 0; i < sizeof b && i < r.bytes.size(); ++i) b[i] = std::to_integer<std::uint8_t>(r.bytes[i]);
   WireHeader h;
-  h.kind = static_cast<MessageKind>(1 + b[0] % 5);
+  h.kind = static_cast<MessageKind>(1 + b[0] % 7);
   h.flags = static_cast<std::uint16_t>(b[1] & 0x83);
   h.source = (b[2] & 0x80) ? b[2] % 3u : 1u;
   h.comm_id = (b[3] & 0x80) ? comm_id ^ b[3] : comm_id;
@@ -65,7 +65,7 @@ void engine_message(const WireHeader& now, std::uint64_t comm_id, std::size_t ma
   h.stamp_scatter = stamp(b[9]);
   h.stamp_gather = stamp(b[10]);
   std::size_t payload_bytes = std::size_t{h.length} * sizeof(float);
-  if (h.kind == MessageKind::peer_done) h.length = 0, payload_bytes = 0;
+  if (h.kind == MessageKind::peer_done || h.kind == MessageKind::alive) h.length = 0, payload_bytes = 0;
   if (h.kind == MessageKind::missing_list || h.kind == MessageKind::call_failed) payload_bytes = r.bytes.size() > 12 ? r.bytes.size() - 12 : 0;
   if (h.kind == MessageKind::missing_list) h.length = static_cast<std::uint32_t>(payload_bytes), h.offset = b[6];
   if (b[11] & 1) payload_bytes += b[11] >> 5;

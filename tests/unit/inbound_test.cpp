@@ -89,6 +89,29 @@ TEST(Inbound, BetweenCallsNothingOfTheLastCallLands) {
   EXPECT_EQ(classify(f.message(done, 2, 0), f.view).kind, InboundKind::peer_done);
 }
 
+TEST(Inbound, AHeartbeatCountsOnlyForTheCallInProgressAndCarriesNothing) {
+  Fixture f;
+  WireHeader beat = Fixture::scatter_to_rank1();
+  beat.kind = MessageKind::alive;
+  beat.offset = 0;
+  beat.length = 0;
+  EXPECT_EQ(classify(f.message(beat, 2, 0), f.view).kind, InboundKind::alive);
+  WireHeader later = beat;
+  later.epoch = 8;
+  EXPECT_EQ(classify(f.message(later, 2, 0), f.view).kind, InboundKind::ignored) << "never kept for a later call";
+  WireHeader earlier = beat;
+  earlier.epoch = 6;
+  EXPECT_EQ(classify(f.message(earlier, 2, 0), f.view).kind, InboundKind::ignored);
+  WireHeader with_length = beat;
+  with_length.length = 1;
+  EXPECT_EQ(classify(f.message(with_length, 2, 4), f.view).kind, InboundKind::ignored) << "a heartbeat has no payload";
+  f.view.in_call = false;
+  EXPECT_EQ(classify(f.message(beat, 2, 0), f.view).kind, InboundKind::ignored) << "between calls";
+  beat.source = 3;
+  f.view.in_call = true;
+  EXPECT_EQ(classify(f.message(beat, 2, 0), f.view).kind, InboundKind::foreign) << "claims another sender";
+}
+
 TEST(Inbound, AResendRequestCountsOnlyForTheCallInProgress) {
   Fixture f;
   WireHeader h = Fixture::scatter_to_rank1();

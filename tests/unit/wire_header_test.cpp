@@ -82,8 +82,11 @@ TEST(WireHeader, RejectsWhatIsNotOurs) {
   bad[5] = std::byte{0};
   EXPECT_FALSE(decode(bad, d)) << "kind";
   bad = good;
-  bad[5] = std::byte{7};
+  bad[5] = std::byte{8};
   EXPECT_FALSE(decode(bad, d)) << "kind";
+  bad = good;
+  bad[5] = std::byte{static_cast<std::uint8_t>(MessageKind::alive)};
+  EXPECT_TRUE(decode(bad, d)) << "the heartbeat is the last kind";
   // offset + length past total, and an offset that would overflow.
   WireHeader h = sample();
   h.length = 101;
