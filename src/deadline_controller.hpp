@@ -100,7 +100,7 @@ class DeadlineController {
   // latest at stretch_limit.
   static double quiet_gap_us(double phase_budget_us) { return std::max(kQuietFloorUs, kQuietShare * phase_budget_us); }
   static double stretch_limit_us(double phase_budget_us) { return kMaxStretch * phase_budget_us + quiet_gap_us(phase_budget_us); }
-  // Over datagrams a rank in a call sends each peer it has sent nothing for this long a
+  // Over datagrams a rank in a call sends each peer it has sent no control message for this long a
   // heartbeat; a peer nothing came from for silence_us (several heartbeats, lost at random
   // together only rarely) is stalled, not behind a lossy path: what it owes is late, not lost.
   static double heartbeat_us(double call_budget_us) { return quiet_gap_us(call_budget_us) / kHeartbeatsPerSilence; }

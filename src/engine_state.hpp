@@ -50,7 +50,7 @@ struct EngineState {
   std::vector<std::uint8_t> done_from;  // peers that said they have all our data this call
   std::vector<std::uint8_t> heard_from;  // peers any message of this call came from
   // Datagram calls' heartbeats (TarCall::beat): when anything last came from each peer, and
-  // when this rank last sent each peer anything.
+  // when this rank last sent each peer a control message (those leave at once).
   std::vector<Clock::time_point> heard_at;
   std::vector<Clock::time_point> posted_at;
   HadamardPipeline hadamard;

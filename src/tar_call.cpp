@@ -209,7 +209,12 @@ Status TarCall::post(int peer, Lane lane, MessageKind kind, std::uint16_t flags,
   encode(h, header);
   Status st = transport_.send(peer, lane, header, payload);
   if (st.ok() && lane == Lane::data) path_.staging.note_posted(peer);
-  if (beats()) s_.posted_at[static_cast<std::size_t>(peer)] = Clock::now();
+  if (beats()) {
+    // Sending is running. Only a control message leaves at once: data may wait in the
+    // transport's queue behind its flow window, so it does not stand in for a heartbeat.
+    last_ran_ = Clock::now();
+    if (lane == Lane::control) s_.posted_at[static_cast<std::size_t>(peer)] = last_ran_;
+  }
   return st;
 }
 

@@ -123,7 +123,7 @@ class TarCall {
   // Datagram calls: a peer stalled (descheduled, stopped) sends nothing, not even heartbeats; one
   // behind a lossy path still gets some through. A stalled peer's data is late, not lost.
   bool beats() const { return heartbeat_ != Clock::duration::zero(); }
-  // Sends a heartbeat to each peer this rank has sent nothing for a while, when one is due.
+  // Sends a heartbeat to each peer this rank has sent no control message for a while, when one is due.
   void beat();
   // The next heartbeat pass (max() when this call sends none).
   Clock::time_point next_beat() const { return beats() ? next_beat_ : Clock::time_point::max(); }
