@@ -105,6 +105,11 @@ class DeadlineController {
   // together only rarely) is stalled, not behind a lossy path: what it owes is late, not lost.
   static double heartbeat_us(double call_budget_us) { return quiet_gap_us(call_budget_us) / kHeartbeatsPerSilence; }
   static double silence_us(double call_budget_us) { return quiet_gap_us(call_budget_us); }
+  // How long a stalled peer is waited for at most, from when it fell silent: a peer that left the
+  // call and whose "done" was lost looks stalled too, and must not hold a call for long.
+  static double stall_wait_us(double call_budget_us) {
+    return std::max(kStallWaitFloorUs, 2 * stretch_limit_us(call_budget_us));
+  }
   // How long a bounded call waits at least for the other ranks' lists of missing chunks, from
   // the end of its own all-gather (TarCall::agree_on_fill waits longer for a peer whose phases
   // may still be stretching); giving up earlier leaves replicas different.
@@ -143,6 +148,7 @@ class DeadlineController {
   static constexpr double kQuietShare = 0.25;
   static constexpr double kMaxStretch = 4.0;
   static constexpr double kHeartbeatsPerSilence = 6.0;
+  static constexpr double kStallWaitFloorUs = 500e3;
   static constexpr double kAgreeMinUs = 500;
   static constexpr std::size_t kWarmCalibrationCalls = 8;
   static constexpr double kProbeBudgetFactor = 4.0;

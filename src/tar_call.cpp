@@ -56,10 +56,13 @@ CallStats TarCall::run() {
   if (!s_.peer_failure.ok()) return fail(s_.peer_failure);
   budget_ = budget();
   stats_.deadline_us = bounded() ? budget_.us : PhaseTimes{};
-  if (bounded() && !transport_.traits().reliable && s_.ranks > 1) {
+  // Not in a probe: it times the datagram path within its budget, and a wait for a stalled peer
+  // would teach the calibration the stall.
+  if (stats_.kind == CallKind::bounded && !probe_ && !transport_.traits().reliable && s_.ranks > 1) {
     const double call_budget_us = std::max(budget_.us[0], budget_.us[1]);
     heartbeat_ = us_duration(DeadlineController::heartbeat_us(call_budget_us));
     silence_ = us_duration(DeadlineController::silence_us(call_budget_us));
+    stall_wait_ = us_duration(DeadlineController::stall_wait_us(call_budget_us));
     last_ran_ = Clock::now();
     next_beat_ = last_ran_ + heartbeat_;
     // Every heartbeat of the call is the same header, in one slot.
@@ -218,10 +221,18 @@ Status TarCall::post(int peer, Lane lane, MessageKind kind, std::uint16_t flags,
   return st;
 }
 
+void TarCall::note_stall(Clock::time_point from, Clock::time_point to) {
+  // Counted once however many see it: this rank's own gap shows as every peer's silence too.
+  from = std::max(from, stall_counted_until_);
+  if (to <= from) return;
+  stalled_ += to - from;
+  stall_counted_until_ = to;
+}
+
 void TarCall::note_running() {
   if (!beats()) return;
   const auto now = Clock::now();
-  if (now - last_ran_ > silence_) resumed_at_ = std::max(resumed_at_, now);
+  if (now - last_ran_ > silence_) note_stall(last_ran_, now);
   last_ran_ = now;
 }
 
@@ -245,10 +256,12 @@ Clock::time_point TarCall::quiet_peers_until(Clock::time_point now) const {
     const auto i = static_cast<std::size_t>(p);
     if (p == s_.rank || !s_.heard_from[i] || s_.done_from[i] || s_.fill.has_list(p)) continue;
     const auto quiet = now - s_.heard_at[i];
-    // Stalled: looked at again a silence later (it resumes, or the hard cap ends the wait).
-    if (quiet > silence_) return now + silence_;
+    // Quiet for longer than a stall is waited for: gone (its "done" lost) or lost with its data.
+    if (quiet > stall_wait_) continue;
+    // Stalled: looked at again a silence later (it resumes, or the stall wait ends).
+    if (quiet > silence_) until = std::max(until, std::min(now + silence_, s_.heard_at[i] + stall_wait_));
     // Its heartbeats are overdue: stalled if it stays quiet until a silence is complete.
-    if (quiet > kOverdueBeats * heartbeat_) until = std::max(until, s_.heard_at[i] + silence_);
+    else if (quiet > kOverdueBeats * heartbeat_) until = std::max(until, s_.heard_at[i] + silence_);
   }
   return until;
 }
@@ -283,6 +296,7 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
   const auto follow_wait = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double, std::micro>(DeadlineController::follow_wait_us(budget_.us[phase])));
   auto handler = [this](const InboundMessage& m) { handle(m); };
+  const auto stalled_before = stalled_;
   while (!complete()) {
     if (entry_pending && unheard_ == 0) {
       // The last peer entered the call: the phase's budget counts from then.
@@ -312,7 +326,8 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
       if (drain_arrived(phase) && complete()) break;
       // Until the last slices announced have had time to come, the senders' data still flows.
       const bool settled = grace_set && Clock::now() >= s_.last_slices[phase].settled_at(s_.rank, sends_to_me, follow_wait);
-      const auto later = keep_waiting_until(phase, phase_start, settled);
+      // The phase may stretch by as long as a stall held a rank in it, too.
+      const auto later = keep_waiting_until(phase, phase_start + (stalled_ - stalled_before), settled);
       if (later <= Clock::now()) break;
       deadline = later;
       if (later == hard_deadline_ && unheard_ > 0) entry_pending = waited_for_entry_ = true;
@@ -339,7 +354,7 @@ bool TarCall::drain_arrived(std::size_t phase) {
   }
 }
 
-Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_point phase_start, bool last_slices_in) const {
+Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_point stretch_from, bool last_slices_in) const {
   const double budget = budget_.us[phase];
   // Deadlines bound the network's tail, not a stalled process's: what a peer that stopped
   // sending even its heartbeats owes is late, not lost.
@@ -354,9 +369,6 @@ Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_poi
   // (once every sender's last slices are in, only a grace: the rest is in flight or lost).
   const double gap = last_slices_in ? DeadlineController::grace_us(budget) : DeadlineController::quiet_gap_us(budget);
   const auto quiet_until = after_us(last_arrival_, gap);
-  // A peer that resumed from a stall works through what queued for it first: the phase may
-  // stretch from then.
-  const auto stretch_from = std::max(phase_start, resumed_at_);
   return std::min({quiet_until, after_us(stretch_from, DeadlineController::stretch_limit_us(budget)), hard_deadline_});
 }
 
@@ -377,8 +389,8 @@ Clock::time_point TarCall::missing_late_until() const {
   if (transport_.traits().reliable || unheard_ > 0) return hard_deadline_;
   // A peer that entered late, or resumed after a stall, first works through what queued for it
   // meanwhile: what it sends then is late too, for as long as its phases may stretch from then.
-  const auto late_from = std::max(waited_for_entry_ ? all_heard_at_ : Clock::time_point::min(), resumed_at_);
-  return late_from == Clock::time_point::min() ? late_from : peers_close_by(late_from);
+  if (!waited_for_entry_ && stalled_ == Clock::duration::zero()) return Clock::time_point::min();
+  return peers_close_by((waited_for_entry_ ? all_heard_at_ : start_) + stalled_);
 }
 
 Clock::time_point TarCall::peers_close_by(Clock::time_point last_entry) const {
@@ -447,9 +459,10 @@ bool TarCall::wait_for_lists(Clock::time_point until) {
     // A peer without a list that is stalled, or resumed from a stall, is waited for as in the phases.
     const auto now = Clock::now();
     const auto quiet = quiet_peers_until(now);
-    const auto later = std::min(hard_deadline_, quiet != Clock::time_point::min()            ? quiet
-                                                : resumed_at_ != Clock::time_point::min() ? peers_close_by(resumed_at_)
-                                                                                          : until);
+    const auto later = std::min(hard_deadline_, quiet != Clock::time_point::min() ? quiet
+                                                : stalled_ > Clock::duration::zero()
+                                                    ? std::max(until, peers_close_by(std::max(all_heard_at_, start_) + stalled_))
+                                                    : until);
     if (later <= now) return false;
     until = later;
   }
@@ -499,9 +512,12 @@ void TarCall::teach_deadlines(Clock::time_point scatter_start, Clock::time_point
   // The peers stamped this call's messages with their estimates of the call before it (the same
   // call on every rank), which may be of another size or class.
   const std::uint64_t described = s_.my_estimate_bytes;
-  // A call that waited out a stalled peer measured the stall, not the network.
-  if (resumed_at_ == Clock::time_point::min()) s_.my_estimate_us = needed;
-  s_.my_estimate_bytes = request_.count * sizeof(float);
+  // A bounded call that waited out a stall measured the stall, not the network: it keeps the
+  // estimate it had (probes never count stalls).
+  if (stalled_ == Clock::duration::zero()) {
+    s_.my_estimate_us = needed;
+    s_.my_estimate_bytes = request_.count * sizeof(float);
+  }
   auto learn_stamps = [&] {
     if (described) s_.deadlines.record_estimate(s_.stamps.medians(), double(described));
   };

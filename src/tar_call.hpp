@@ -75,8 +75,9 @@ class TarCall {
   Status run_phase(std::size_t phase, Clock::time_point phase_deadline, Complete&& complete, SendsToMe&& sends_to_me);
   // Hands everything the transport already holds to the call; true when anything came.
   bool drain_arrived(std::size_t phase);
-  // At a phase's deadline: until when it keeps waiting (now or earlier: it closes).
-  Clock::time_point keep_waiting_until(std::size_t phase, Clock::time_point phase_start, bool last_slices_in) const;
+  // At a phase's deadline: until when it keeps waiting (now or earlier: it closes). The phase
+  // stretches at most stretch_limit past `stretch_from`.
+  Clock::time_point keep_waiting_until(std::size_t phase, Clock::time_point stretch_from, bool last_slices_in) const;
   void reduce_ready();
   void reduce(std::uint32_t chunk);
   void on_scatter_chunk(const Inbound& in, const InboundMessage& message);
@@ -128,15 +129,15 @@ class TarCall {
   // The next heartbeat pass (max() when this call sends none).
   Clock::time_point next_beat() const { return beats() ? next_beat_ : Clock::time_point::max(); }
   // This rank's waits wake at least every heartbeat: a longer gap between two of them was a
-  // stall of this rank (descheduled, stopped), after which its phases may stretch as after a
-  // peer's.
+  // stall of this rank (descheduled, stopped), which its phases may stretch by, as by a peer's.
   void note_running();
-  // Any message from a peer: it runs. One that was silent past silence_ resumed just now.
+  void note_stall(Clock::time_point from, Clock::time_point to);
+  // Any message from a peer: it runs. One that was silent past silence_ was stalled until now.
   void note_alive(std::uint32_t source, Clock::time_point arrived);
   // Until when a peer still in this call (entered, no list or "done" from it yet) is waited for
   // because nothing came from it lately: a silence later when it is stalled (quiet for
-  // silence_), when its silence would be complete when its heartbeats are overdue; min() when
-  // every such peer was heard lately.
+  // silence_, but not yet for stall_wait_), when its silence would be complete when its
+  // heartbeats are overdue; min() when every such peer was heard lately.
   Clock::time_point quiet_peers_until(Clock::time_point now) const;
   static constexpr int kOverdueBeats = 2;
   // Going on now would lose more than this rank's share of the loss budget (a call that loses
@@ -167,10 +168,14 @@ class TarCall {
   bool waited_for_entry_ = false;       // a phase was held for a peer that had not entered
   Clock::duration heartbeat_{};         // zero: no heartbeats (a transport that loses nothing)
   Clock::duration silence_{};
+  Clock::duration stall_wait_{};
   Clock::time_point next_beat_{};
   Clock::time_point last_ran_{};        // this rank's last pass through a wait
   std::byte* beat_header_ = nullptr;    // the staging header slot every heartbeat of the call sends
-  Clock::time_point resumed_at_ = Clock::time_point::min();  // a silent peer was heard again
+  // How long stalls (a peer silent past silence_, or a gap in this rank's own waits) held this
+  // call, each moment counted once: phases may stretch by as much.
+  Clock::duration stalled_{};
+  Clock::time_point stall_counted_until_{};
   // Until the fill agreement may change the staged data (or the call ends without one).
   bool serving_resends_ = true;
   // This rank sent its list of missing chunks: to its peers that says it is done, too.

@@ -50,7 +50,7 @@ void TarCall::handle(const InboundMessage& message) {
 void TarCall::note_alive(std::uint32_t source, Clock::time_point arrived) {
   if (source >= s_.heard_at.size()) return;
   auto& at = s_.heard_at[source];
-  if (s_.in_call && beats() && s_.heard_from[source] && arrived - at > silence_) resumed_at_ = std::max(resumed_at_, arrived);
+  if (s_.in_call && beats() && s_.heard_from[source] && arrived - at > silence_) note_stall(at, arrived);
   at = std::max(at, arrived);
 }
 
