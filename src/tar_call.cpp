@@ -27,9 +27,7 @@ Status TarCall::wait(Clock::time_point deadline, const std::function<bool()>& do
   while (!done()) {
     if (!s_.peer_failure.ok()) return s_.peer_failure;
     if (Clock::now() >= deadline) return Timeout("no progress from the peers");
-    note_running();
-    beat();
-    Status st = transport_.poll(std::min(deadline, next_beat()), handler);
+    Status st = poll_alive(deadline, handler);
     if (!st.ok() && st.code() != StatusCode::timeout) return st;
   }
   return {};
@@ -56,18 +54,7 @@ CallStats TarCall::run() {
   if (!s_.peer_failure.ok()) return fail(s_.peer_failure);
   budget_ = budget();
   stats_.deadline_us = bounded() ? budget_.us : PhaseTimes{};
-  // Not in a probe: it times the datagram path within its budget, and a wait for a stalled peer
-  // would teach the calibration the stall.
-  if (stats_.kind == CallKind::bounded && !probe_ && !transport_.traits().reliable && s_.ranks > 1) {
-    const double call_budget_us = std::max(budget_.us[0], budget_.us[1]);
-    heartbeat_ = us_duration(DeadlineController::heartbeat_us(call_budget_us));
-    silence_ = us_duration(DeadlineController::silence_us(call_budget_us));
-    stall_wait_ = us_duration(DeadlineController::stall_wait_us(call_budget_us));
-    last_ran_ = Clock::now();
-    next_beat_ = last_ran_ + heartbeat_;
-    // Every heartbeat of the call is the same header, in one slot.
-    encode(header_of(MessageKind::alive), EncodedHeader(beat_header_, WireHeader::kEncodedSize));
-  }
+  start_heartbeats();
   if (st = run_scatter_reduce(scatter_start); !st.ok()) return fail(st);
   const auto gather_start = Clock::now();
   const auto gather_deadline = after_us(gather_start, budget_.us[1]);
@@ -221,51 +208,6 @@ Status TarCall::post(int peer, Lane lane, MessageKind kind, std::uint16_t flags,
   return st;
 }
 
-void TarCall::note_stall(Clock::time_point from, Clock::time_point to) {
-  // Counted once however many see it: this rank's own gap shows as every peer's silence too.
-  from = std::max(from, stall_counted_until_);
-  if (to <= from) return;
-  stalled_ += to - from;
-  stall_counted_until_ = to;
-}
-
-void TarCall::note_running() {
-  if (!beats()) return;
-  const auto now = Clock::now();
-  if (now - last_ran_ > silence_) note_stall(last_ran_, now);
-  last_ran_ = now;
-}
-
-void TarCall::beat() {
-  if (!beats()) return;
-  const auto now = Clock::now();
-  if (now < next_beat_) return;
-  next_beat_ = now + heartbeat_;
-  const EncodedHeader header(beat_header_, WireHeader::kEncodedSize);
-  for (int p = 0; p < s_.ranks; ++p) {
-    if (p == s_.rank || now - s_.posted_at[static_cast<std::size_t>(p)] < heartbeat_ / 2) continue;
-    // A heartbeat that cannot be sent now is no failure: the next pass tries again.
-    if (transport_.send(p, Lane::control, header, {}).ok()) s_.posted_at[static_cast<std::size_t>(p)] = now;
-  }
-}
-
-Clock::time_point TarCall::quiet_peers_until(Clock::time_point now) const {
-  auto until = Clock::time_point::min();
-  if (!beats()) return until;
-  for (int p = 0; p < s_.ranks; ++p) {
-    const auto i = static_cast<std::size_t>(p);
-    if (p == s_.rank || !s_.heard_from[i] || s_.done_from[i] || s_.fill.has_list(p)) continue;
-    const auto quiet = now - s_.heard_at[i];
-    // Quiet for longer than a stall is waited for: gone (its "done" lost) or lost with its data.
-    if (quiet > stall_wait_) continue;
-    // Stalled: looked at again a silence later (it resumes, or the stall wait ends).
-    if (quiet > silence_) until = std::max(until, std::min(now + silence_, s_.heard_at[i] + stall_wait_));
-    // Its heartbeats are overdue: stalled if it stays quiet until a silence is complete.
-    else if (quiet > kOverdueBeats * heartbeat_) until = std::max(until, s_.heard_at[i] + silence_);
-  }
-  return until;
-}
-
 Status TarCall::send_scatter() {
   auto handler = [this](const InboundMessage& m) { handle(m); };
   Status st;
@@ -291,10 +233,8 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
   auto deadline = std::min(phase_deadline, hard_deadline_);
   bool grace_set = false;
   bool entry_pending = false;  // held at the deadline for a peer that has not entered
-  const auto resend_wait = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double, std::micro>(DeadlineController::resend_wait_us(budget_.us[phase])));
-  const auto follow_wait = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double, std::micro>(DeadlineController::follow_wait_us(budget_.us[phase])));
+  const auto resend_wait = us_duration(DeadlineController::resend_wait_us(budget_.us[phase]));
+  const auto follow_wait = us_duration(DeadlineController::follow_wait_us(budget_.us[phase]));
   auto handler = [this](const InboundMessage& m) { handle(m); };
   const auto stalled_before = stalled_;
   while (!complete()) {
@@ -334,9 +274,7 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
     }
     if (!s_.peer_failure.ok()) return s_.peer_failure;
     const auto wake = resending ? std::min(deadline, std::max(ask_from, s_.resends.next_due(phase, resend_wait))) : deadline;
-    note_running();
-    beat();
-    Status st = transport_.poll(std::min(wake, next_beat()), handler);
+    Status st = poll_alive(wake, handler);
     if (!st.ok() && st.code() != StatusCode::timeout) return st;
     if (phase == 0) reduce_ready();
   }
@@ -414,66 +352,6 @@ void TarCall::reduce(std::uint32_t chunk) {
     const int peer = rotation_peer(s_.rank, s_.ranks, k);
     if (!send(peer, MessageKind::gather_chunk, r.extent, flags, reduced).ok()) OR_LOG(warn, "all-gather send to rank %d failed", peer);
   }
-}
-
-bool TarCall::agree_on_fill() {
-  s_.fill.build_own_list(s_.gather, s_.ledger, s_.rank, staging_->missing);
-  const auto& mine = staging_->missing;
-  sent_list_ = true;
-  for (int copy = 0; copy < list_copies_; ++copy)
-    for (int k = 1; k < s_.ranks; ++k) {
-      const int peer = rotation_peer(s_.rank, s_.ranks, k);
-      s_.fill.for_each_piece(mine, [&](std::uint64_t offset, std::span<const std::byte> piece) {
-        WireHeader h = header_of(MessageKind::missing_list);
-        h.offset = offset;
-        h.length = static_cast<std::uint32_t>(piece.size());
-        EncodedHeader header = staging_->next_header();
-        encode(h, header);
-        (void)transport_.send(peer, Lane::control, header, piece);
-      });
-    }
-  // A peer sends its list when its own all-gather closes, and a peer that lacks data keeps its
-  // phases open while data still comes (keep_waiting_until): so the wait covers the longest
-  // both phases may stretch, counted from the last peer's entry, and at least a budget. Waiting
-  // for a slow peer costs little: this rank's next call would wait for it too.
-  const auto last_entry = unheard_ == 0 ? std::max(all_heard_at_, start_) : Clock::now();
-  const auto until = std::min(
-      std::max(after_us(Clock::now(), DeadlineController::agreement_wait_us(budget_.us[1])), peers_close_by(last_entry)), hard_deadline_);
-  const auto waited_from = Clock::now();
-  const bool complete = wait_for_lists(until);
-  if (!complete) log_incomplete_fill(waited_from);
-  serving_resends_ = false;
-  // A shard decoded meanwhile by the worker is decoded again if its data changes here.
-  if (transformed_) s_.hadamard.quiesce();
-  s_.fill.apply_union(s_.gather, gather_target(), s_.ledger, s_.rank, [&](int owner) {
-    if (transformed_) s_.hadamard.changed(owner);
-  });
-  return complete;
-}
-
-bool TarCall::wait_for_lists(Clock::time_point until) {
-  for (;;) {
-    const Status st = wait(until, [&] { return s_.fill.complete(s_.ranks); });
-    if (st.ok()) return true;
-    if (st.code() != StatusCode::timeout || !beats()) return false;
-    // A peer without a list that is stalled, or resumed from a stall, is waited for as in the phases.
-    const auto now = Clock::now();
-    const auto quiet = quiet_peers_until(now);
-    const auto later = std::min(hard_deadline_, quiet != Clock::time_point::min() ? quiet
-                                                : stalled_ > Clock::duration::zero()
-                                                    ? std::max(until, peers_close_by(std::max(all_heard_at_, start_) + stalled_))
-                                                    : until);
-    if (later <= now) return false;
-    until = later;
-  }
-}
-
-void TarCall::log_incomplete_fill(Clock::time_point waited_from) const {
-  std::string lacking;
-  for (int p = 0; p < s_.ranks; ++p)
-    if (p != s_.rank && !s_.fill.has_list(p)) lacking += (lacking.empty() ? "" : ",") + std::to_string(p);
-  OR_LOG(info, "call %llu: no list of missing chunks from rank(s) %s after %.1f ms; this rank fills without theirs",
-         static_cast<unsigned long long>(s_.epoch), lacking.c_str(), us_since(waited_from) / 1000.0);
 }
 
 bool TarCall::peers_served() const {

@@ -126,6 +126,11 @@ class TarCall {
   bool beats() const { return heartbeat_ != Clock::duration::zero(); }
   // Sends a heartbeat to each peer this rank has sent no control message for a while, when one is due.
   void beat();
+  // Once per bounded datagram call, after its budget is known: heartbeats, silence, stall wait.
+  void start_heartbeats();
+  // A wait's poll: counts a gap in this rank's own waits as a stall, sends the heartbeats due,
+  // and wakes for the next ones.
+  Status poll_alive(Clock::time_point until, const std::function<void(const InboundMessage&)>& handler);
   // The next heartbeat pass (max() when this call sends none).
   Clock::time_point next_beat() const { return beats() ? next_beat_ : Clock::time_point::max(); }
   // This rank's waits wake at least every heartbeat: a longer gap between two of them was a

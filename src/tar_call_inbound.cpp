@@ -47,13 +47,6 @@ void TarCall::handle(const InboundMessage& message) {
   }
 }
 
-void TarCall::note_alive(std::uint32_t source, Clock::time_point arrived) {
-  if (source >= s_.heard_at.size()) return;
-  auto& at = s_.heard_at[source];
-  if (s_.in_call && beats() && s_.heard_from[source] && arrived - at > silence_) note_stall(at, arrived);
-  at = std::max(at, arrived);
-}
-
 void TarCall::note_heard(std::uint32_t source, Clock::time_point arrived) {
   if (!s_.in_call || source >= s_.heard_from.size() || s_.heard_from[source]) return;
   s_.heard_from[source] = 1;
