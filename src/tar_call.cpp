@@ -107,7 +107,9 @@ Status TarCall::run_all_gather(Clock::time_point gather_start, Clock::time_point
                                [&](int p) { return s_.layout.chunks_in_shard(p) > 0; }));
   if (!s_.gather.complete() && !bounded()) return Timeout("the all-gather did not complete");
   if (!s_.gather.complete()) stats_.cut = true;
-  if (bounded() && s_.ranks > 1 &&
+  // Without cuts, only a call that reached its hard deadline lacks chunks: it fills them with the
+  // lists that came by then, which is what this rank knows.
+  if ((cuts_all_gather() || !s_.gather.complete()) && bounded() && s_.ranks > 1 &&
       (request_.exact_by_resends || (!probe_ && s_.options.agree_fill && s_.options.fill == FillPolicy::zero))) {
     stats_.fill_agreed = agree_on_fill();
     if (!stats_.fill_agreed && !probe_) ++s_.agreed.fill_agreement_incomplete;
@@ -131,6 +133,7 @@ void TarCall::begin(StagingBuffer& staging) {
   s_.largest_call_bytes = std::max<std::size_t>(s_.largest_call_bytes, count * sizeof(float));
   last_slices_ = traits.ordered ? kLastSlicesInOrder : kLastSlicesDatagrams;
   abandons_sends_ = traits.can_abandon_sends;
+  reliable_ = traits.reliable;
   s_.scatter.begin(s_.layout, s_.rank, last_slices_);
   s_.gather.begin(s_.layout, s_.rank);
   s_.ledger.begin(s_.layout);
@@ -293,6 +296,7 @@ bool TarCall::drain_arrived(std::size_t phase) {
 }
 
 Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_point stretch_from, bool last_slices_in) const {
+  if (phase == 1 && !cuts_all_gather()) return hard_deadline_;
   const double budget = budget_.us[phase];
   // Deadlines bound the network's tail, not a stalled process's: what a peer that stopped
   // sending even its heartbeats owes is late, not lost.

@@ -39,6 +39,9 @@ class TarCall {
  private:
   bool bounded() const { return stats_.kind == CallKind::bounded || probe_; }
   bool injects_faults() const { return stats_.kind == CallKind::bounded && !probe_; }
+  // Whether a bounded call may close its all-gather with chunks missing before its hard deadline,
+  // and so needs the fill agreement (the same answer on every rank: tar_call_fill.cpp).
+  bool cuts_all_gather() const;
   Status wait(Clock::time_point deadline, const std::function<bool()>& done);
 
   void begin(StagingBuffer& staging);
@@ -165,6 +168,7 @@ class TarCall {
   bool transformed_ = false;
   std::uint32_t last_slices_ = 1;
   bool abandons_sends_ = false;  // the transport's can_abandon_sends, read once per call
+  bool reliable_ = false;        // and its reliable
   PhaseDeadlines budget_;
   Clock::time_point scatter_closed_{};
   Clock::time_point last_arrival_ = Clock::now();  // of any chunk of this call

@@ -9,6 +9,18 @@
 
 namespace optireduce {
 
+bool TarCall::cuts_all_gather() const {
+  if (!bounded()) return false;
+  if (!reliable_ || probe_ || (injects_faults() && s_.options.faults.drop > 0)) return true;
+  // Over a reliable transport a chunk is never lost, only late behind its stream, where the next
+  // call's data would wait for it anyway: what a rank lacks is waited for (keep_waiting_until). The
+  // one loss worth cutting is the shard of an owner that is late into the call (a slow rank), where
+  // the loss budget allows a whole shard. The owners' cuts of the scatter-reduce bound the call
+  // either way; they travel with their shards and need no agreement.
+  const std::uint64_t smallest_shard = s_.layout.total() / static_cast<std::uint64_t>(s_.ranks);
+  return request_.count == 0 || !over_budget_share(double(smallest_shard) / double(request_.count));
+}
+
 bool TarCall::agree_on_fill() {
   s_.fill.build_own_list(s_.gather, s_.ledger, s_.rank, staging_->missing);
   const auto& mine = staging_->missing;

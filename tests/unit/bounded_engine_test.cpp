@@ -480,6 +480,78 @@ class FirstCopyLoss {
   std::set<std::tuple<int, int, int, std::uint64_t, std::uint64_t>> lost_;
 };
 
+// Over a transport with UCX's traits (reliable, ordered, sends not abandoned) rank 1 is slow to
+// send rank 0 one all-gather chunk (at `offset`: the last of its shard, so the rest are likely in)
+// of every other call after calibration, long past any deadline.
+class LateGatherChunk {
+ public:
+  LateGatherChunk(std::uint64_t from_epoch, std::uint64_t offset) : from_epoch_(from_epoch), offset_(offset) {}
+  static constexpr auto kLate = std::chrono::milliseconds(200);
+  bool operator()(int from, int to, std::span<const std::byte> header) {
+    WireHeader h;
+    if (!decode(header, h)) return false;
+    if (from != 1 || to != 0 || h.kind != MessageKind::gather_chunk || h.offset != offset_ || h.epoch < from_epoch_ ||
+        h.epoch % 2)
+      return false;
+    {
+      std::lock_guard lock(mutex_);
+      if (!delayed_.insert(h.epoch).second) return false;
+    }
+    std::this_thread::sleep_for(kLate);
+    return false;  // late, never lost
+  }
+
+ private:
+  const std::uint64_t from_epoch_, offset_;
+  std::mutex mutex_;
+  std::set<std::uint64_t> delayed_;
+};
+
+// A chunk over a reliable transport is late, not lost: with a loss budget below a whole shard, a
+// bounded call waits for it, fills nothing, and no rank sends a list of missing chunks. With a
+// budget that allows a slow owner's whole shard, the same late chunk is cut, agreed and filled.
+TEST(BoundedEngine, OverAReliableTransportALateAllGatherChunkIsWaitedFor) {
+  Watchdog dog(kNoHang, "OverAReliableTransportALateAllGatherChunkIsWaitedFor");
+  const int ranks = 4, calibration = 4, calls = 20;
+  const std::uint64_t count = 64 * ranks * 16;  // a chunk is 1/64 of the call: within 0.1 / 4 of it
+  for (double budget : {0.1, 1.0}) {
+    SCOPED_TRACE("loss budget " + std::to_string(budget));
+    const ShardLayout layout(count, ranks, 64);
+    auto late = std::make_shared<LateGatherChunk>(8, layout.chunk(1, layout.chunks_in_shard(1) - 1).offset);
+    testing::InProcNetwork network;
+    network.traits = TransportTraits{};  // reliable and ordered, sends not abandoned: UCX
+    network.traits.max_message_bytes = std::size_t{1} << 30;
+    network.only_path = true;
+    network.drop = [late](int from, int to, std::span<const std::byte> header) { return (*late)(from, to, header); };
+    Job job = testing::start_inproc_job(ranks, bounded_options(0.0, calibration, budget), &network);
+    for (int r = 0; r < ranks; ++r) ASSERT_TRUE(job.engines[r]) << "rank " << r;
+    const auto seen = drive(job, std::vector<std::uint64_t>(calls, count));
+    ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
+    expect_call_invariants(seen, true);
+    int late_past_deadline = 0, filled_calls = 0, agreed = 0;
+    for (int c = calibration; c < calls; ++c) {
+      for (int r = 0; r < ranks; ++r) {
+        ASSERT_EQ(seen[c][r].stats.kind, CallKind::bounded) << describe(seen[c][r], c, r);
+        agreed += seen[c][r].stats.fill_agreed;
+      }
+      const Observed& o = seen[c][0];
+      late_past_deadline += o.stats.phase_us[1] > o.stats.deadline_us[1];
+      filled_calls += o.stats.filled_entries > 0;
+      if (budget < 1) {
+        EXPECT_EQ(o.stats.filled_entries, 0u) << describe(o, c, 0);
+      }
+    }
+    EXPECT_GE(late_past_deadline + filled_calls, 3) << "the late chunks did not outlast the deadlines";
+    if (budget < 1) {
+      EXPECT_EQ(agreed, 0) << "calls ended in a fill agreement over a reliable transport";
+      EXPECT_GE(late_past_deadline, 3) << "the calls did not wait for their late chunk";
+    } else {
+      EXPECT_GT(agreed, 0) << "no call ended in a fill agreement";
+      EXPECT_GE(filled_calls, 1) << "with the budget for a whole shard, a late chunk is cut";
+    }
+  }
+}
+
 TEST(BoundedEngine, ResendsRepairWhatTheNetworkLost) {
   Watchdog dog(kNoHang, "ResendsRepairWhatTheNetworkLost");
   const int ranks = 4, calibration = 4, calls = 60;

@@ -70,7 +70,8 @@ InProcJob start_inproc_job(int ranks, const EngineOptions& options, const InProc
       Status status;
       std::unique_ptr<Transport> lossy;
       if (bounded) lossy = std::make_unique<InProcTransport>(job.bounded_fabric, r, *bounded);
-      job.engines[r] = Engine::create(r, ranks, std::make_unique<InProcTransport>(job.fabric, r), std::move(lossy),
+      auto exact = bounded && bounded->only_path ? std::move(lossy) : std::make_unique<InProcTransport>(job.fabric, r);
+      job.engines[r] = Engine::create(r, ranks, std::move(exact), std::move(lossy),
                                       std::make_unique<InProcBootstrap>(job.fabric, r), options, status);
     });
   for (auto& t : threads) t.join();

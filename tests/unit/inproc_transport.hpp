@@ -51,6 +51,8 @@ class InProcFabric {
 struct InProcNetwork {
   TransportTraits traits{false, false, false, std::size_t{1} << 30};
   std::function<bool(int from, int to, std::span<const std::byte> header)> drop;
+  // The network carries every call, exact and bounded (one transport, as UCX does).
+  bool only_path = false;
 };
 
 class InProcTransport final : public Transport {
