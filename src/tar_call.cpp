@@ -93,7 +93,7 @@ Status TarCall::run_scatter_reduce(Clock::time_point scatter_start) {
   OR_RETURN_IF_ERROR(run_phase(0, after_us(scatter_start, budget_.us[0]), [&] { return s_.scatter.complete(); },
                                [&](int) { return s_.scatter.expects_data(); }));
   if (!s_.scatter.complete()) {
-    if (!bounded()) return Timeout("the scatter-reduce did not complete");
+    if (!cuts_scatter_reduce()) return Timeout("the scatter-reduce did not complete");
     scatter_closed_ = Clock::now();
     stats_.cut = true;
     for (std::uint32_t c : s_.scatter.open_chunks()) reduce(c);
@@ -105,10 +105,10 @@ Status TarCall::run_scatter_reduce(Clock::time_point scatter_start) {
 Status TarCall::run_all_gather(Clock::time_point gather_start, Clock::time_point gather_deadline) {
   OR_RETURN_IF_ERROR(run_phase(1, gather_deadline, [&] { return s_.gather.complete(); },
                                [&](int p) { return s_.layout.chunks_in_shard(p) > 0; }));
-  if (!s_.gather.complete() && !bounded()) return Timeout("the all-gather did not complete");
+  if (!s_.gather.complete() && !cuts_scatter_reduce()) return Timeout("the all-gather did not complete");
   if (!s_.gather.complete()) stats_.cut = true;
-  // Without cuts, only a call that reached its hard deadline lacks chunks: it fills them with the
-  // lists that came by then, which is what this rank knows.
+  // A call that may cut only its scatter-reduce lacks chunks only at its hard deadline: it fills
+  // them with the lists that came by then, which is what this rank knows.
   if ((cuts_all_gather() || !s_.gather.complete()) && bounded() && s_.ranks > 1 &&
       (request_.exact_by_resends || (!probe_ && s_.options.agree_fill && s_.options.fill == FillPolicy::zero))) {
     stats_.fill_agreed = agree_on_fill();
@@ -134,6 +134,7 @@ void TarCall::begin(StagingBuffer& staging) {
   last_slices_ = traits.ordered ? kLastSlicesInOrder : kLastSlicesDatagrams;
   abandons_sends_ = traits.can_abandon_sends;
   reliable_ = traits.reliable;
+  decide_cuts();
   s_.scatter.begin(s_.layout, s_.rank, last_slices_);
   s_.gather.begin(s_.layout, s_.rank);
   s_.ledger.begin(s_.layout);
@@ -296,7 +297,7 @@ bool TarCall::drain_arrived(std::size_t phase) {
 }
 
 Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_point stretch_from, bool last_slices_in) const {
-  if (phase == 1 && !cuts_all_gather()) return hard_deadline_;
+  if (!(phase == 0 ? cuts_scatter_reduce() : cuts_all_gather())) return hard_deadline_;
   const double budget = budget_.us[phase];
   // Deadlines bound the network's tail, not a stalled process's: what a peer that stopped
   // sending even its heartbeats owes is late, not lost.
@@ -374,8 +375,8 @@ Status TarCall::finish_sends(Clock::time_point gather_deadline) {
     for (int k = 1; k < s_.ranks && st.ok(); ++k)
       st = send(rotation_peer(s_.rank, s_.ranks, k), MessageKind::peer_done, {0, 0}, WireHeader::kFlagLastSlice, nullptr);
   if (st.ok()) {
-    st = wait(bounded() ? std::min(gather_deadline, hard_deadline_) : hard_deadline_, [&] { return peers_served(); });
-    if (bounded() && st.code() == StatusCode::timeout) st = {};
+    st = wait(cuts_scatter_reduce() ? std::min(gather_deadline, hard_deadline_) : hard_deadline_, [&] { return peers_served(); });
+    if (cuts_scatter_reduce() && st.code() == StatusCode::timeout) st = {};
   }
   s_.in_call = false;
   s_.note_closed(s_.epoch, Clock::now());

@@ -39,21 +39,24 @@ class TarCall {
  private:
   bool bounded() const { return stats_.kind == CallKind::bounded || probe_; }
   bool injects_faults() const { return stats_.kind == CallKind::bounded && !probe_; }
-  // Whether a bounded call may close its all-gather with chunks missing before its hard deadline,
-  // and so needs the fill agreement (the same answer on every rank: tar_call_fill.cpp).
-  bool cuts_all_gather() const;
+  // What a call may close with data missing before its hard deadline (the same answer on every
+  // rank: decide_cuts in tar_call_fill.cpp). A bounded call that may cut neither phase runs as an
+  // exact call does: the caller's buffers in place, no staging, and no fill agreement.
+  bool cuts_scatter_reduce() const { return cuts_scatter_; }
+  bool cuts_all_gather() const { return cuts_gather_; }
+  void decide_cuts();
   Status wait(Clock::time_point deadline, const std::function<bool()>& done);
 
   void begin(StagingBuffer& staging);
   void stage_input();
-  // A bounded call over a transport that cannot abandon its sends: its scatter sends read a copy
-  // of each chunk, made just before the send (stage_for_send).
-  bool stages_each_send() const { return bounded() && !transformed_ && !abandons_sends_; }
+  // A call that may cut, over a transport that cannot abandon its sends: its scatter sends read a
+  // copy of each chunk, made just before the send (stage_for_send).
+  bool stages_each_send() const { return cuts_scatter_reduce() && !transformed_ && !abandons_sends_; }
   void stage_for_send(const Extent& chunk);
   // Where the reduce writes its sums, which the all-gather sends (and resends) read: the output,
-  // unless a send may outlive the call there (a bounded call over a transport that cannot drop
-  // its queued sends) or the sums are in the Hadamard domain; then the staging buffer.
-  bool sums_in_output() const { return !transformed_ && (!bounded() || abandons_sends_); }
+  // unless a send may outlive the call there (a call that may cut, over a transport that cannot
+  // drop its queued sends) or the sums are in the Hadamard domain; then the staging buffer.
+  bool sums_in_output() const { return !transformed_ && (!cuts_scatter_reduce() || abandons_sends_); }
   float* sums() const { return sums_in_output() ? request_.output : staging_->data.data(); }
   // Whether a send to some peer still references its buffers.
   bool any_send_in_flight() const {
@@ -169,6 +172,7 @@ class TarCall {
   std::uint32_t last_slices_ = 1;
   bool abandons_sends_ = false;  // the transport's can_abandon_sends, read once per call
   bool reliable_ = false;        // and its reliable
+  bool cuts_scatter_ = false, cuts_gather_ = false;  // decide_cuts
   PhaseDeadlines budget_;
   Clock::time_point scatter_closed_{};
   Clock::time_point last_arrival_ = Clock::now();  // of any chunk of this call

@@ -1,5 +1,7 @@
-// The end of a bounded call: the ranks exchange the lists of all-gather chunks each lacks and
-// fill the union, so every replica is the same (fill_agreement.hpp).
+// What a bounded call may cut, and the end of one that may cut its all-gather: the ranks exchange
+// the lists of all-gather chunks each lacks and fill the union, so every replica is the same
+// (fill_agreement.hpp).
+#include <algorithm>
 #include <string>
 
 #include "optireduce/engine/clock_us.hpp"
@@ -9,16 +11,23 @@
 
 namespace optireduce {
 
-bool TarCall::cuts_all_gather() const {
-  if (!bounded()) return false;
-  if (!reliable_ || probe_ || (injects_faults() && s_.options.faults.drop > 0)) return true;
-  // Over a reliable transport a chunk is never lost, only late behind its stream, where the next
-  // call's data would wait for it anyway: what a rank lacks is waited for (keep_waiting_until). The
-  // one loss worth cutting is the shard of an owner that is late into the call (a slow rank), where
-  // the loss budget allows a whole shard. The owners' cuts of the scatter-reduce bound the call
-  // either way; they travel with their shards and need no agreement.
+void TarCall::decide_cuts() {
+  cuts_scatter_ = cuts_gather_ = bounded();
+  if (!bounded() || !reliable_ || probe_ || (injects_faults() && s_.options.faults.drop > 0)) return;
+  // Over a reliable transport data is never lost, only late behind its stream, where the next
+  // call's data would wait for it anyway; what a call lacks is waited for whenever closing
+  // without it would lose more than this rank's share of the loss budget (keep_waiting_until).
+  // Where a chunk is more than that share, no phase closes before the hard deadline: the call
+  // runs exactly. An owner may close its scatter-reduce without a late contribution where one
+  // chunk is within the share; its cut travels with its shard and needs no agreement. The
+  // all-gather's one loss worth cutting is the shard of an owner late into the call (a slow
+  // rank), where the budget allows a whole shard.
+  auto within_share = [&](std::uint64_t entries) {
+    return request_.count == 0 || !over_budget_share(double(entries) / double(request_.count));
+  };
   const std::uint64_t smallest_shard = s_.layout.total() / static_cast<std::uint64_t>(s_.ranks);
-  return request_.count == 0 || !over_budget_share(double(smallest_shard) / double(request_.count));
+  cuts_scatter_ = within_share(std::min<std::uint64_t>(s_.layout.chunk_elems(), smallest_shard));
+  cuts_gather_ = within_share(smallest_shard);
 }
 
 bool TarCall::agree_on_fill() {

@@ -481,18 +481,17 @@ class FirstCopyLoss {
 };
 
 // Over a transport with UCX's traits (reliable, ordered, sends not abandoned) rank 1 is slow to
-// send rank 0 one all-gather chunk (at `offset`: the last of its shard, so the rest are likely in)
-// of every other call after calibration, long past any deadline.
-class LateGatherChunk {
+// send rank 0 one chunk of `kind` (at `offset`: the last of a shard, so the rest are likely in) in
+// every other call after calibration, long past any deadline.
+class LateChunk {
  public:
-  LateGatherChunk(std::uint64_t from_epoch, std::uint64_t offset) : from_epoch_(from_epoch), offset_(offset) {}
+  LateChunk(MessageKind kind, std::uint64_t offset) : kind_(kind), offset_(offset) {}
   static constexpr auto kLate = std::chrono::milliseconds(200);
+  static constexpr std::uint64_t kFromEpoch = 8;
   bool operator()(int from, int to, std::span<const std::byte> header) {
     WireHeader h;
     if (!decode(header, h)) return false;
-    if (from != 1 || to != 0 || h.kind != MessageKind::gather_chunk || h.offset != offset_ || h.epoch < from_epoch_ ||
-        h.epoch % 2)
-      return false;
+    if (from != 1 || to != 0 || h.kind != kind_ || h.offset != offset_ || h.epoch < kFromEpoch || h.epoch % 2) return false;
     {
       std::lock_guard lock(mutex_);
       if (!delayed_.insert(h.epoch).second) return false;
@@ -502,10 +501,23 @@ class LateGatherChunk {
   }
 
  private:
-  const std::uint64_t from_epoch_, offset_;
+  const MessageKind kind_;
+  const std::uint64_t offset_;
   std::mutex mutex_;
   std::set<std::uint64_t> delayed_;
 };
+
+Job reliable_job(int ranks, const EngineOptions& options, const std::shared_ptr<LateChunk>& late) {
+  testing::InProcNetwork network;
+  network.traits = TransportTraits{};  // reliable and ordered, sends not abandoned: UCX
+  network.traits.max_message_bytes = std::size_t{1} << 30;
+  network.only_path = true;
+  network.drop = [late](int from, int to, std::span<const std::byte> header) { return (*late)(from, to, header); };
+  Job job = testing::start_inproc_job(ranks, options, &network);
+  for (int r = 0; r < ranks; ++r)
+    if (!job.engines[r]) ADD_FAILURE() << "engine of rank " << r << " not created";
+  return job;
+}
 
 // A chunk over a reliable transport is late, not lost: with a loss budget below a whole shard, a
 // bounded call waits for it, fills nothing, and no rank sends a list of missing chunks. With a
@@ -517,14 +529,9 @@ TEST(BoundedEngine, OverAReliableTransportALateAllGatherChunkIsWaitedFor) {
   for (double budget : {0.1, 1.0}) {
     SCOPED_TRACE("loss budget " + std::to_string(budget));
     const ShardLayout layout(count, ranks, 64);
-    auto late = std::make_shared<LateGatherChunk>(8, layout.chunk(1, layout.chunks_in_shard(1) - 1).offset);
-    testing::InProcNetwork network;
-    network.traits = TransportTraits{};  // reliable and ordered, sends not abandoned: UCX
-    network.traits.max_message_bytes = std::size_t{1} << 30;
-    network.only_path = true;
-    network.drop = [late](int from, int to, std::span<const std::byte> header) { return (*late)(from, to, header); };
-    Job job = testing::start_inproc_job(ranks, bounded_options(0.0, calibration, budget), &network);
-    for (int r = 0; r < ranks; ++r) ASSERT_TRUE(job.engines[r]) << "rank " << r;
+    auto late = std::make_shared<LateChunk>(MessageKind::gather_chunk, layout.chunk(1, layout.chunks_in_shard(1) - 1).offset);
+    Job job = reliable_job(ranks, bounded_options(0.0, calibration, budget), late);
+    ASSERT_FALSE(HasFailure());
     const auto seen = drive(job, std::vector<std::uint64_t>(calls, count));
     ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
     expect_call_invariants(seen, true);
@@ -548,6 +555,43 @@ TEST(BoundedEngine, OverAReliableTransportALateAllGatherChunkIsWaitedFor) {
     } else {
       EXPECT_GT(agreed, 0) << "no call ended in a fill agreement";
       EXPECT_GE(filled_calls, 1) << "with the budget for a whole shard, a late chunk is cut";
+    }
+  }
+}
+
+// Over a reliable transport, where each chunk is more than a rank's share of the loss budget, no
+// phase of a bounded call closes before its hard deadline: a late contribution is waited for and
+// every call is exact (and, as an exact call, it reads the caller's buffers in place). Where a
+// chunk is within the share, its owner cuts the same late contribution and counts it.
+TEST(BoundedEngine, OverAReliableTransportACallWhoseChunksExceedTheBudgetShareRunsExactly) {
+  Watchdog dog(kNoHang, "OverAReliableTransportACallWhoseChunksExceedTheBudgetShareRunsExactly");
+  const int ranks = 4, calibration = 4, calls = 20;
+  for (std::uint64_t count : {64 * ranks * 8, 64 * ranks * 16}) {  // a chunk is 1/32, then 1/64 of the call
+    SCOPED_TRACE(std::to_string(count) + " floats");
+    const ShardLayout layout(count, ranks, 64);
+    auto late = std::make_shared<LateChunk>(MessageKind::scatter_chunk, layout.chunk(0, layout.chunks_in_shard(0) - 1).offset);
+    Job job = reliable_job(ranks, bounded_options(0.0, calibration, 0.1), late);
+    ASSERT_FALSE(HasFailure());
+    const auto seen = drive(job, std::vector<std::uint64_t>(calls, count));
+    ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
+    expect_call_invariants(seen, true);
+    const bool within_share = 64.0 / double(count) <= 0.1 / ranks;
+    int late_past_deadline = 0, lossy_calls = 0;
+    for (int c = calibration; c < calls; ++c) {
+      const Observed& o = seen[c][0];
+      ASSERT_EQ(o.stats.kind, CallKind::bounded) << describe(o, c, 0);
+      late_past_deadline += o.stats.phase_us[0] > o.stats.deadline_us[0];
+      lossy_calls += o.stats.dropped_entries > 0;
+      for (int r = 0; r < ranks && !within_share; ++r) {
+        EXPECT_EQ(seen[c][r].stats.dropped_entries, 0u) << describe(seen[c][r], c, r);
+        EXPECT_EQ(seen[c][r].differing, 0u) << describe(seen[c][r], c, r);
+        EXPECT_FALSE(seen[c][r].stats.fill_agreed) << describe(seen[c][r], c, r);
+      }
+    }
+    if (within_share) {
+      EXPECT_GE(lossy_calls, 1) << "the owner did not cut a contribution late past its deadlines";
+    } else {
+      EXPECT_GE(late_past_deadline, 3) << "the calls did not wait for their late contribution";
     }
   }
 }
