@@ -133,8 +133,9 @@ const std::vector<Parameter>& engine_parameters() {
         "(an unbiased guess)"},
        either(&Config::fill_local, "local", "zero")},
       {{"OPTIREDUCE_AGREE_FILL", "on", "on, off",
-        "bounded calls end with the ranks telling each other which all-gather chunks they lack and filling the union "
-        "on every rank, so replicas stay bitwise identical (zero fill only); off: each rank fills only what it lacks, "
+        "bounded calls that may cut their all-gather (every one over udp and ofi; over UCX only where the loss budget "
+        "allows a whole shard) end with the ranks telling each other which all-gather chunks they lack and filling the "
+        "union on every rank, so replicas stay bitwise identical (zero fill only); off: each rank fills only what it lacks, "
         "replicas may drift (counted as divergent_calls)"},
        on_off(&Config::agree_fill)},
       {{"OPTIREDUCE_RESEND_ROUNDS", std::to_string(defaults::kResendRounds), "0 to " + std::to_string(kMaxResendRounds),
