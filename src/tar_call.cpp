@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <string>
 
 #include "optireduce/byte_order.hpp"
 #include "optireduce/engine/clock_us.hpp"
