@@ -233,7 +233,9 @@ Status TarCall::send_scatter() {
 template <typename Complete, typename SendsToMe>
 Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, Complete&& complete, SendsToMe&& sends_to_me) {
   auto phase_start = Clock::now();
-  auto deadline = std::min(phase_deadline, hard_deadline_);
+  // A phase that may not be cut has no deadline short of the hard one to wake up for.
+  const bool cuts = phase == 0 ? cuts_scatter_reduce() : cuts_all_gather();
+  auto deadline = cuts ? std::min(phase_deadline, hard_deadline_) : hard_deadline_;
   bool grace_set = false;
   bool entry_pending = false;  // held at the deadline for a peer that has not entered
   const auto resend_wait = us_duration(DeadlineController::resend_wait_us(budget_.us[phase]));
@@ -250,7 +252,7 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
       }
       if (!grace_set) deadline = std::min(phase_deadline, hard_deadline_);
     }
-    if (bounded() && !grace_set && s_.last_slices[phase].all_in(s_.rank, sends_to_me)) {
+    if (cuts && !grace_set && s_.last_slices[phase].all_in(s_.rank, sends_to_me)) {
       // What is missing now is lost rather than in flight: asked for again (resend.hpp), it is
       // waited for a round trip per round; otherwise only a grace.
       if (!asks_resends()) deadline = std::min(deadline, after_us(Clock::now(), DeadlineController::grace_us(budget_.us[phase])));
@@ -264,7 +266,7 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
       if (s_.resends.all_asked(phase)) deadline = std::min(deadline, s_.resends.gives_up_at(phase, resend_wait));
     }
     if (Clock::now() >= deadline) {
-      if (!bounded()) break;
+      if (!cuts) break;
       // What already arrived counts (a rank that was descheduled reads it only now).
       if (drain_arrived(phase) && complete()) break;
       // Until the last slices announced have had time to come, the senders' data still flows.
@@ -296,7 +298,6 @@ bool TarCall::drain_arrived(std::size_t phase) {
 }
 
 Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_point stretch_from, bool last_slices_in) const {
-  if (!(phase == 0 ? cuts_scatter_reduce() : cuts_all_gather())) return hard_deadline_;
   const double budget = budget_.us[phase];
   // Deadlines bound the network's tail, not a stalled process's: what a peer that stopped
   // sending even its heartbeats owes is late, not lost.
