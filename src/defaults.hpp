@@ -7,7 +7,7 @@
 namespace optireduce::defaults {
 
 inline constexpr std::uint64_t kMinBytes = 1u << 20;
-inline constexpr std::uint64_t kChunkBytes = 256u << 10;
+inline constexpr std::uint64_t kChunkBytes = 1u << 20;  // what one UCX message carries; datagrams cut it
 inline constexpr std::uint64_t kTimeoutMs = 60000;       // hard cap of a bounded call's deadlines
 inline constexpr std::uint64_t kWatchdogMs = 600000;     // an exact wait gives up after this
 inline constexpr double kLossBudget = 0.10;

@@ -68,7 +68,7 @@ void require_bounded_mode() {
 }
 
 unsigned calibration_calls() { return static_cast<unsigned>(env_number("OPTIREDUCE_CALIBRATION_CALLS", 20)); }
-std::uint64_t chunk_floats() { return env_bytes("OPTIREDUCE_CHUNK_BYTES", 256 << 10) / sizeof(float); }
+std::uint64_t chunk_floats() { return env_bytes("OPTIREDUCE_CHUNK_BYTES", 1 << 20) / sizeof(float); }
 
 // Expected share of damaged result entries of one rank when each chunk message is discarded with
 // probability p (see tests/unit/bounded_engine_test.cpp): own shard, N-1 scatter contributions;

@@ -11,9 +11,9 @@ namespace mpitest {
 namespace {
 
 // Counts that stress the shard layout: empty, fewer elements than ranks (empty shards), one per
-// rank and around it, primes (uneven shards), and 65537 (just over one 256 KiB chunk).
+// rank and around it, primes (uneven shards), and 262145 (just over one 1 MiB chunk).
 std::vector<std::int64_t> counts_for(int ranks) {
-  std::vector<std::int64_t> counts = {0, 1, 2, ranks - 1, ranks, ranks + 1, 7, 1009, 65537};
+  std::vector<std::int64_t> counts = {0, 1, 2, ranks - 1, ranks, ranks + 1, 7, 1009, 262145};
   std::sort(counts.begin(), counts.end());
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
   return counts;

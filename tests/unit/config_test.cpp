@@ -11,7 +11,7 @@ TEST(Config, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(r.config.mode, Mode::bounded);
   EXPECT_EQ(r.config.transport, TransportKind::automatic);
   EXPECT_EQ(r.config.min_bytes, 1u << 20);
-  EXPECT_EQ(r.config.chunk_bytes, 256u << 10);
+  EXPECT_EQ(r.config.chunk_bytes, 1u << 20);
   EXPECT_EQ(r.config.timeout_ms, 60000u);
   EXPECT_TRUE(r.config.report_path.empty());
   EXPECT_EQ(r.config.log_level, LogLevel::warn);
@@ -22,7 +22,7 @@ TEST(Config, ParsesEveryParameter) {
   auto r = parse_config({{"OPTIREDUCE_MODE", "reliable"},
                          {"OPTIREDUCE_TRANSPORT", "ucx"},
                          {"OPTIREDUCE_MIN_BYTES", "64K"},
-                         {"OPTIREDUCE_CHUNK_BYTES", "1M"},
+                         {"OPTIREDUCE_CHUNK_BYTES", "512K"},
                          {"OPTIREDUCE_TIMEOUT_MS", "250"},
                          {"OPTIREDUCE_REPORT", "/tmp/r.json"},
                          {"OPTIREDUCE_LOG", "debug"},
@@ -30,7 +30,7 @@ TEST(Config, ParsesEveryParameter) {
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_EQ(r.config.mode, Mode::reliable);
   EXPECT_EQ(r.config.min_bytes, 64u << 10);
-  EXPECT_EQ(r.config.chunk_bytes, 1u << 20);
+  EXPECT_EQ(r.config.chunk_bytes, 512u << 10);
   EXPECT_EQ(r.config.timeout_ms, 250u);
   EXPECT_EQ(r.config.report_path, "/tmp/r.json");
   EXPECT_EQ(r.config.log_level, LogLevel::debug);
