@@ -108,7 +108,7 @@ Status TarCall::run_all_gather(Clock::time_point gather_start, Clock::time_point
   if (!s_.gather.complete()) stats_.cut = true;
   // A call that may cut only its scatter-reduce lacks chunks only at its hard deadline: it fills
   // them with the lists that came by then, which is what this rank knows.
-  if ((cuts_all_gather() || !s_.gather.complete()) && bounded() && s_.ranks > 1 &&
+  if ((cuts_all_gather() || !s_.gather.complete()) && s_.ranks > 1 &&
       (request_.exact_by_resends || (!probe_ && s_.options.agree_fill && s_.options.fill == FillPolicy::zero))) {
     stats_.fill_agreed = agree_on_fill();
     if (!stats_.fill_agreed && !probe_) ++s_.agreed.fill_agreement_incomplete;
@@ -132,8 +132,7 @@ void TarCall::begin(StagingBuffer& staging) {
   s_.largest_call_bytes = std::max<std::size_t>(s_.largest_call_bytes, count * sizeof(float));
   last_slices_ = traits.ordered ? kLastSlicesInOrder : kLastSlicesDatagrams;
   abandons_sends_ = traits.can_abandon_sends;
-  reliable_ = traits.reliable;
-  decide_cuts();
+  decide_cuts(traits.reliable);
   s_.scatter.begin(s_.layout, s_.rank, last_slices_);
   s_.gather.begin(s_.layout, s_.rank);
   s_.ledger.begin(s_.layout);

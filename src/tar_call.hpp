@@ -44,7 +44,7 @@ class TarCall {
   // exact call does: the caller's buffers in place, no staging, and no fill agreement.
   bool cuts_scatter_reduce() const { return cuts_scatter_; }
   bool cuts_all_gather() const { return cuts_gather_; }
-  void decide_cuts();
+  void decide_cuts(bool reliable_transport);
   Status wait(Clock::time_point deadline, const std::function<bool()>& done);
 
   void begin(StagingBuffer& staging);
@@ -171,7 +171,6 @@ class TarCall {
   bool transformed_ = false;
   std::uint32_t last_slices_ = 1;
   bool abandons_sends_ = false;  // the transport's can_abandon_sends, read once per call
-  bool reliable_ = false;        // and its reliable
   bool cuts_scatter_ = false, cuts_gather_ = false;  // decide_cuts
   PhaseDeadlines budget_;
   Clock::time_point scatter_closed_{};

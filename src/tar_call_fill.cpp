@@ -11,9 +11,9 @@
 
 namespace optireduce {
 
-void TarCall::decide_cuts() {
+void TarCall::decide_cuts(bool reliable_transport) {
   cuts_scatter_ = cuts_gather_ = bounded();
-  if (!bounded() || !reliable_ || probe_ || (injects_faults() && s_.options.faults.drop > 0)) return;
+  if (!bounded() || !reliable_transport || probe_ || (injects_faults() && s_.options.faults.drop > 0)) return;
   // Over a reliable transport data is never lost, only late behind its stream, where the next
   // call's data would wait for it anyway; what a call lacks is waited for whenever closing
   // without it would lose more than this rank's share of the loss budget (keep_waiting_until).
