@@ -366,16 +366,17 @@ bool TarCall::peers_served() const {
 
 Status TarCall::finish_sends(Clock::time_point gather_deadline) {
   // Tell the peers we have what we need, and keep driving our own queued sends until each peer
-  // has them (a shared-memory FIFO only moves while its sender progresses). A bounded call stops
-  // at its deadline whatever is still queued.
+  // has them (a shared-memory FIFO only moves while its sender progresses). A bounded call whose
+  // peers may cut their all-gathers stops at its deadline whatever is still queued; where they
+  // may not, they wait for what is queued here, so this rank serves them as an exact call does.
   // A list of missing chunks already said so (a peer's all-gather takes nothing after it).
   Status st;
   if (!sent_list_)
     for (int k = 1; k < s_.ranks && st.ok(); ++k)
       st = send(rotation_peer(s_.rank, s_.ranks, k), MessageKind::peer_done, {0, 0}, WireHeader::kFlagLastSlice, nullptr);
   if (st.ok()) {
-    st = wait(cuts_scatter_reduce() ? std::min(gather_deadline, hard_deadline_) : hard_deadline_, [&] { return peers_served(); });
-    if (cuts_scatter_reduce() && st.code() == StatusCode::timeout) st = {};
+    st = wait(cuts_all_gather() ? std::min(gather_deadline, hard_deadline_) : hard_deadline_, [&] { return peers_served(); });
+    if (cuts_all_gather() && st.code() == StatusCode::timeout) st = {};
   }
   s_.in_call = false;
   s_.note_closed(s_.epoch, Clock::now());

@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -167,7 +168,7 @@ bool any_expired(const std::vector<Observed>& row) {
 // calls apart, since every agreement round (and every exact call) waits for all of them.
 // identical=true gives every rank the same input (rank 0's). Odd calls run in place.
 std::vector<std::vector<Observed>> drive(Job& job, const std::vector<std::uint64_t>& counts, bool compare = true,
-                                         bool identical = false) {
+                                         bool identical = false, const std::function<void(int rank)>& after_call = {}) {
   const int ranks = job.ranks();
   const int calls = static_cast<int>(counts.size());
   std::vector<std::vector<float>> reference(compare ? calls : 0);
@@ -205,6 +206,7 @@ std::vector<std::vector<Observed>> drive(Job& job, const std::vector<std::uint64
           out.assign(count, std::nanf(""));  // NaN marks entries the call never wrote
           o.stats = engine.allreduce_sum(in.data(), out.data(), count, /*bounded=*/true);
         }
+        if (after_call) after_call(r);
         o.buffer_bytes = engine.buffer_bytes();
         if (o.stats.kind == CallKind::calibration)
           slowest_calibration_us = std::max({slowest_calibration_us, o.stats.phase_us[0], o.stats.phase_us[1]});
@@ -594,6 +596,47 @@ TEST(BoundedEngine, OverAReliableTransportACallWhoseChunksExceedTheBudgetShareRu
       EXPECT_GE(late_past_deadline, 3) << "the calls did not wait for their late contribution";
     }
   }
+}
+
+// Over a reliable transport where an all-gather may not be cut, a rank that has all it needs
+// still waits until its own all-gather sends have left: its peers wait for them. As in UCX's
+// shared memory, one queued chunk leaves only while its sender polls, and between calls every
+// rank waits in a barrier that moves nothing of the engine's (the job's MPI_Barrier).
+TEST(BoundedEngine, OverAReliableTransportAQueuedAllGatherSendIsDeliveredBeforeTheCallEnds) {
+  Watchdog dog(kNoHang, "OverAReliableTransportAQueuedAllGatherSendIsDeliveredBeforeTheCallEnds");
+  const int ranks = 4, calibration = 4, calls = 16;
+  // A chunk is 1/64 of the call, within a rank's share of the budget (0.1 / 4): a scatter-reduce
+  // may be cut. A shard is not: the all-gather is waited for.
+  const std::uint64_t count = 64 * ranks * 16;
+  const ShardLayout layout(count, ranks, 64);
+  const std::uint64_t held_offset = layout.chunk(1, layout.chunks_in_shard(1) - 1).offset;
+  EngineOptions options = bounded_options(0.0, calibration, 0.1);
+  options.timeout = std::chrono::milliseconds(3000);
+  testing::InProcNetwork network;
+  network.traits = TransportTraits{};  // reliable and ordered, sends not abandoned: UCX
+  network.traits.max_message_bytes = std::size_t{1} << 30;
+  network.only_path = true;
+  network.hold = [held_offset](int from, int to, std::span<const std::byte> header) {
+    WireHeader h;
+    const bool held = decode(header, h) && from == 1 && to == 0 && h.kind == MessageKind::gather_chunk &&
+                      h.offset == held_offset && h.epoch > calibration;
+    return held ? Clock::duration(std::chrono::milliseconds(100)) : Clock::duration::zero();
+  };
+  Job job = testing::start_inproc_job(ranks, options, &network);
+  for (int r = 0; r < ranks; ++r) ASSERT_TRUE(job.engines[r]) << "rank " << r;
+  const std::vector<std::byte> nothing;
+  const auto seen = drive(job, std::vector<std::uint64_t>(calls, count), true, false,
+                          [&](int r) { job.fabric->allgather(r, nothing); });
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
+  expect_call_invariants(seen, true);
+  for (int c = calibration; c < calls; ++c)
+    for (int r = 0; r < ranks; ++r) {
+      const Observed& o = seen[c][r];
+      ASSERT_EQ(o.stats.kind, CallKind::bounded) << describe(o, c, r);
+      EXPECT_EQ(o.stats.dropped_entries, 0u) << describe(o, c, r);
+      EXPECT_EQ(o.differing, 0u) << describe(o, c, r);
+      EXPECT_LT(o.stats.phase_us[1], 1e6) << describe(o, c, r) << ": the all-gather waited for its hard deadline";
+    }
 }
 
 TEST(BoundedEngine, ResendsRepairWhatTheNetworkLost) {

@@ -1,5 +1,6 @@
 #include "inproc_transport.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -40,13 +41,55 @@ std::vector<std::vector<std::byte>> InProcFabric::allgather(int rank, std::span<
 
 Status InProcTransport::send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) {
   if (lane == Lane::data && drop_ && drop_(rank_, peer, header)) return {};
-  fabric_->deliver(peer, {rank_, {header.begin(), header.end()}, {payload.begin(), payload.end()}});
+  InProcFabric::Message m{rank_, {header.begin(), header.end()}, {payload.begin(), payload.end()}};
+  const Clock::duration hold = lane == Lane::data && hold_ ? hold_(rank_, peer, header) : Clock::duration::zero();
+  if (hold > Clock::duration::zero() || sends_in_flight(peer) != 0) {
+    held_.push_back({peer, Clock::now() + hold, std::move(m)});
+    return {};
+  }
+  fabric_->deliver(peer, std::move(m));
   return {};
 }
 
+std::size_t InProcTransport::sends_in_flight(int peer) const {
+  return static_cast<std::size_t>(std::count_if(held_.begin(), held_.end(), [peer](const Held& h) { return h.peer == peer; }));
+}
+
+bool InProcTransport::release_held() {
+  const auto now = Clock::now();
+  std::vector<int> blocked;  // peers whose first held message is not due: the rest waits behind it
+  for (auto it = held_.begin(); it != held_.end();) {
+    const bool behind = std::find(blocked.begin(), blocked.end(), it->peer) != blocked.end();
+    if (behind || it->release > now) {
+      if (!behind) blocked.push_back(it->peer);
+      ++it;
+      continue;
+    }
+    fabric_->deliver(it->peer, std::move(it->message));
+    it = held_.erase(it);
+  }
+  return !held_.empty();
+}
+
 Status InProcTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
+  // A held message leaves only while this rank polls: wake for the first one due, and count its
+  // leaving as news, as a completed send is.
+  const std::size_t held_before = held_.size();
   InProcFabric::Message m;
-  if (!fabric_->take(rank_, deadline, m)) return Timeout("nothing arrived");
+  for (;;) {
+    const bool holding = release_held();
+    if (held_.size() != held_before && !fabric_->take(rank_, Clock::time_point::min(), m)) return {};
+    if (held_.size() != held_before) break;
+    auto wake = deadline;
+    std::vector<int> heads;  // the first held message per peer is what the rest waits for
+    for (const Held& h : held_)
+      if (std::find(heads.begin(), heads.end(), h.peer) == heads.end()) {
+        heads.push_back(h.peer);
+        wake = std::min(wake, h.release);
+      }
+    if (fabric_->take(rank_, wake, m)) break;
+    if (!holding || Clock::now() >= deadline) return Timeout("nothing arrived");
+  }
   do {
     InboundMessage in;
     in.source = m.source;

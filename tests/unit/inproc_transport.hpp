@@ -53,17 +53,21 @@ struct InProcNetwork {
   std::function<bool(int from, int to, std::span<const std::byte> header)> drop;
   // The network carries every call, exact and bounded (one transport, as UCX does).
   bool only_path = false;
+  // How long a data-lane send waits in its sender's queue (zero: none). As in a shared-memory
+  // FIFO, a queued message leaves only while its sender polls, and in order: later sends to the
+  // same peer queue behind it, and sends_in_flight() counts them.
+  std::function<Clock::duration(int from, int to, std::span<const std::byte> header)> hold;
 };
 
 class InProcTransport final : public Transport {
  public:
   InProcTransport(std::shared_ptr<InProcFabric> fabric, int rank) : fabric_(std::move(fabric)), rank_(rank) {}
   InProcTransport(std::shared_ptr<InProcFabric> fabric, int rank, const InProcNetwork& network)
-      : fabric_(std::move(fabric)), rank_(rank), traits_(network.traits), drop_(network.drop) {}
+      : fabric_(std::move(fabric)), rank_(rank), traits_(network.traits), drop_(network.drop), hold_(network.hold) {}
   std::vector<std::byte> local_address() const override { return {std::byte(rank_)}; }
   Status connect(int, const std::vector<std::vector<std::byte>>&, Clock::time_point) override { return {}; }
   Status send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) override;
-  std::size_t sends_in_flight(int) const override { return 0; }  // a send is a copy
+  std::size_t sends_in_flight(int peer) const override;  // held ones (a send is a copy)
   Status poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override;
   TransportTraits traits() const override { return traits_; }
   std::string describe() const override { return "inproc"; }
@@ -71,8 +75,18 @@ class InProcTransport final : public Transport {
  private:
   std::shared_ptr<InProcFabric> fabric_;
   int rank_;
+  struct Held {
+    int peer;
+    Clock::time_point release;
+    InProcFabric::Message message;
+  };
+  // Sends held messages that are due, in order; whether any left.
+  bool release_held();
+
   TransportTraits traits_{true, true, true, std::size_t{1} << 30};
   std::function<bool(int, int, std::span<const std::byte>)> drop_;
+  std::function<Clock::duration(int, int, std::span<const std::byte>)> hold_;
+  std::deque<Held> held_;  // used by the rank's own thread only
 };
 
 class InProcBootstrap final : public Bootstrap {
