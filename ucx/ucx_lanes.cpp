@@ -10,19 +10,35 @@
 
 namespace optireduce::ucx {
 
-// UCX's transports through this host's memory (single-copy or mapped segments, and self).
-bool only_shared_memory(const std::string& chosen) {
-  static const std::set<std::string> shm{"sysv", "posix", "cma", "xpmem", "knem", "self"};
+namespace {
+
+// The transport names ("cma" of "cma/memory.0") of a lanes_in_use() list.
+std::vector<std::string> transport_names(const std::string& chosen) {
+  std::vector<std::string> out;
   std::size_t from = 0;
-  bool any = false;
   while (from < chosen.size()) {
     const std::size_t end = std::min(chosen.find(',', from), chosen.size());
     const std::string name = chosen.substr(from, end - from);
-    if (!shm.contains(name.substr(0, name.find('/')))) return false;
-    any = true;
+    out.push_back(name.substr(0, name.find('/')));
     from = end + 1;
   }
-  return any;
+  return out;
+}
+
+const std::set<std::string> kSingleCopy{"cma", "xpmem", "knem"};
+
+}  // namespace
+
+// UCX's transports through this host's memory (single-copy or mapped segments, and self).
+bool only_shared_memory(const std::string& chosen) {
+  static const std::set<std::string> shm{"sysv", "posix", "cma", "xpmem", "knem", "self"};
+  const std::vector<std::string> names = transport_names(chosen);
+  return !names.empty() && std::all_of(names.begin(), names.end(), [](const std::string& n) { return shm.contains(n); });
+}
+
+bool has_single_copy(const std::string& chosen) {
+  const std::vector<std::string> names = transport_names(chosen);
+  return std::any_of(names.begin(), names.end(), [](const std::string& n) { return kSingleCopy.contains(n); });
 }
 
 std::string lanes_in_use(const std::vector<ucp_ep_h>& endpoints) {

@@ -14,5 +14,8 @@ namespace optireduce::ucx {
 std::string lanes_in_use(const std::vector<ucp_ep_h>& endpoints);
 // Whether every one of those is a transport through this host's memory.
 bool only_shared_memory(const std::string& lanes);
+// Whether one of those copies straight between two processes' memory (cma, xpmem, knem): what a
+// rendezvous over shared memory reads with.
+bool has_single_copy(const std::string& lanes);
 
 }  // namespace optireduce::ucx
