@@ -25,7 +25,7 @@ constexpr Case kCases[] = {
     {"late_rank", mpitest::case_late_rank, false},
     {"bounded_loss", mpitest::case_bounded_loss, false},     {"bounded_delay", mpitest::case_bounded_delay, false},
     {"bounded_modes", mpitest::case_bounded_modes, false},   {"bounded_trace", mpitest::case_bounded_trace, false},
-    {"bounded_memory", mpitest::case_bounded_memory, false},
+    {"bounded_memory", mpitest::case_bounded_memory, false}, {"bounded_clean", mpitest::case_bounded_clean, false},
 };
 
 }  // namespace

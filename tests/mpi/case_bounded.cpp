@@ -562,6 +562,58 @@ int case_bounded_trace() {
   return world_calls + dup_calls;
 }
 
+// A clean host, and calls whose scatter-reduce may be cut but whose all-gather may not (over UCX:
+// a chunk within a rank's share of the loss budget, a shard not): every bounded call is exact and
+// none waits for its hard deadline. The reference PMPI_Allreduce between the calls moves nothing
+// of the engine's, as a job's own MPI calls do not: what a rank leaves queued when it returns
+// stays queued until its next engine call.
+int case_bounded_clean() {
+  require_bounded_mode();
+  MPITEST_CHECK(env_number("OPTIREDUCE_FAULT_DROP", 0) == 0 && !std::getenv("OPTIREDUCE_FAULT_DELAY"),
+                "bounded_clean runs without fault injection");
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  const int n = comm_size(comm);
+  const double budget = env_number("OPTIREDUCE_LOSS_BUDGET", 0.10);
+  const std::uint64_t chunks_per_shard = 16;
+  MPITEST_CHECK(n >= 2 && budget >= 1.0 / chunks_per_shard && budget < 1,
+                "bounded_clean needs 2+ ranks and 1/%llu <= OPTIREDUCE_LOSS_BUDGET < 1 (a chunk within a rank's share, "
+                "a shard not)", static_cast<unsigned long long>(chunks_per_shard));
+  const auto count = static_cast<std::int64_t>(chunk_floats() * n * chunks_per_shard);
+  const int bounded_wanted = static_cast<int>(env_number("MPITEST_BOUNDED_CALLS", 30));
+  const double timeout_us = env_number("OPTIREDUCE_TIMEOUT_MS", 60000) * 1e3;
+  const unsigned calibration = calibration_calls();
+  std::vector<int> kinds;
+  int bounded = 0;
+  for (int i = 0; bounded < bounded_wanted; ++i) {
+    MPITEST_CHECK(i < static_cast<int>(calibration) + bounded_wanted, "bounded_clean: only %d bounded calls in %d",
+                  bounded, i);
+    const Checked c = reduce_and_check(comm, count, i, "bounded_clean");
+    kinds.push_back(c.call.kind);
+    if (c.call.sequence <= calibration) continue;
+    MPITEST_CHECK(c.call.kind == OPTIREDUCE_CALL_BOUNDED, "call %llu is %s after calibration",
+                  static_cast<unsigned long long>(c.call.sequence), kind_name(c.call.kind));
+    ++bounded;
+    MPITEST_CHECK(c.call.dropped_entries == 0 && c.error.differing == 0,
+                  "call %llu on a clean host: %llu entries dropped, %llu differ from PMPI_Allreduce",
+                  static_cast<unsigned long long>(c.call.sequence), static_cast<unsigned long long>(c.call.dropped_entries),
+                  static_cast<unsigned long long>(c.error.differing));
+    MPITEST_CHECK(std::max(c.call.phase_us[0], c.call.phase_us[1]) < timeout_us / 2,
+                  "call %llu: a phase took %.0f / %.0f ms (scatter / gather), near the hard deadline of %.0f ms",
+                  static_cast<unsigned long long>(c.call.sequence), c.call.phase_us[0] / 1e3, c.call.phase_us[1] / 1e3,
+                  timeout_us / 1e3);
+  }
+  expect_same_kinds(kinds, comm, "bounded_clean");
+  const optireduce_call_stats last = last_call(comm);
+  MPITEST_CHECK(last.divergent_calls == 0 && last.fallbacks == 0, "bounded_clean: %llu divergent calls, %llu fallbacks",
+                static_cast<unsigned long long>(last.divergent_calls), static_cast<unsigned long long>(last.fallbacks));
+  std::printf("bounded_clean [rank %d]: %d bounded calls of %lld floats, all exact\n", comm_rank(comm), bounded,
+              static_cast<long long>(count));
+  std::fflush(stdout);
+  MPI_Comm_free(&comm);
+  return static_cast<int>(kinds.size());
+}
+
 int case_bounded_memory() {
   require_bounded_mode();
   const int calls = static_cast<int>(env_number("MPITEST_MEMORY_CALLS", 10000));

@@ -21,6 +21,7 @@ int case_bounded_loss();    // OPTIREDUCE_FAULT_DROP: dropped fraction near the 
 int case_bounded_delay();   // OPTIREDUCE_FAULT_DELAY=R:MS:1: the others return before rank R arrives
 int case_bounded_modes();   // reliable after lossy calls is exact, off passes through, bad value refused
 int case_bounded_trace();   // OPTIREDUCE_TRACE: one line per engine call per rank
+int case_bounded_clean();   // no faults, calls that may cut only a scatter-reduce: all exact
 int case_bounded_memory();  // 10 000 small bounded calls: resident set flat
 
 }  // namespace mpitest
