@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -238,4 +239,48 @@ TEST(UcxTransport, MessagesKeepTheirOrderAndTheHandlerMaySendWhileDelivering) {
 }
 
 }  // namespace
+// Over shared memory with a single-copy transport a message of 64 KiB or more goes by rendezvous
+// (the receiver fetches it into its destination: UCX holds no copy of it) and a smaller one
+// eagerly; over tcp every message goes eagerly (a rendezvous there could wait for its sender until
+// it timed out).
+TEST(UcxTransport, OverSharedMemoryLargeMessagesGoByRendezvousAndOverTcpAllEagerly) {
+  for (const char* tls : {"", "tcp"}) {
+    if (*tls) {
+      ASSERT_EQ(setenv("OPTIREDUCE_UCX_TLS", tls, 1), 0);
+    }
+    Pair p = connected_pair();
+    unsetenv("OPTIREDUCE_UCX_TLS");
+    ASSERT_EQ(p.t.size(), 2u);
+    const std::string lanes = p.t[0]->describe();
+    const bool single_copy = !*tls && (lanes.find("cma/") != std::string::npos || lanes.find("xpmem/") != std::string::npos ||
+                                       lanes.find("knem/") != std::string::npos);
+    if (!*tls && !single_copy) {
+      std::printf("no single-copy transport between two workers here (%s): the shared-memory half is not run\n",
+                  lanes.c_str());
+      continue;
+    }
+    for (std::size_t bytes : {std::size_t{4096}, std::size_t{(64u << 10) - 1}, std::size_t{64u << 10}, std::size_t{1u << 20}}) {
+      std::vector<std::byte> header(56, std::byte{0x22}), payload(bytes, std::byte{0x5a});
+      ASSERT_TRUE(p.t[0]->send(1, Lane::data, header, payload).ok());
+      bool got = false, held = false;
+      const auto deadline = Clock::now() + std::chrono::seconds(30);
+      while (!got && Clock::now() < deadline) {
+        (void)p.t[0]->poll(Clock::time_point::min(), [](const InboundMessage&) {});
+        (void)p.t[1]->poll(Clock::now() + std::chrono::milliseconds(5), [&](const InboundMessage& m) {
+          held = m.payload_held;
+          std::vector<std::byte> into(m.payload_size);
+          ASSERT_TRUE(m.copy_payload(into));
+          EXPECT_EQ(into, payload);
+          got = true;
+        });
+      }
+      ASSERT_TRUE(got) << bytes << " bytes never arrived over " << lanes;
+      const bool rendezvous = single_copy && bytes >= (64u << 10);
+      EXPECT_EQ(held, !rendezvous) << bytes << " bytes over " << lanes << (rendezvous ? ": not by rendezvous" : ": not eager");
+      while (p.t[0]->sends_in_flight(1) && Clock::now() < deadline)
+        (void)p.t[0]->poll(Clock::now() + std::chrono::milliseconds(1), [](const InboundMessage&) {});
+    }
+  }
+}
+
 }  // namespace optireduce
