@@ -37,6 +37,16 @@ Pair connected_pair() {
   return p;
 }
 
+// The same, with the engine's UCX held to these transports ("" leaves UCX's choice).
+Pair connected_pair_over(const char* tls) {
+  if (*tls) {
+    EXPECT_EQ(setenv("OPTIREDUCE_UCX_TLS", tls, 1), 0);
+  }
+  Pair p = connected_pair();
+  unsetenv("OPTIREDUCE_UCX_TLS");
+  return p;
+}
+
 TEST(UcxTransport, MessagesOfEverySizeArriveWholeFromTheRightRank) {
   Pair p = connected_pair();
   ASSERT_EQ(p.t.size(), 2u);
@@ -186,11 +196,7 @@ TEST(UcxTransport, ARendezvousSendCompletesOnceTheReceiverTookItAndStopped) {
 // and over tcp.
 TEST(UcxTransport, MessagesKeepTheirOrderAndTheHandlerMaySendWhileDelivering) {
   for (const char* tls : {"", "tcp"}) {
-    if (*tls) {
-      ASSERT_EQ(setenv("OPTIREDUCE_UCX_TLS", tls, 1), 0);
-    }
-    Pair p = connected_pair();
-    unsetenv("OPTIREDUCE_UCX_TLS");
+    Pair p = connected_pair_over(tls);
     ASSERT_EQ(p.t.size(), 2u);
     constexpr int kMessages = 40;
     const std::size_t sizes[] = {100, 300000, 4096, 2u << 20, 0};
@@ -245,11 +251,7 @@ TEST(UcxTransport, MessagesKeepTheirOrderAndTheHandlerMaySendWhileDelivering) {
 // it timed out).
 TEST(UcxTransport, OverSharedMemoryLargeMessagesGoByRendezvousAndOverTcpAllEagerly) {
   for (const char* tls : {"", "tcp"}) {
-    if (*tls) {
-      ASSERT_EQ(setenv("OPTIREDUCE_UCX_TLS", tls, 1), 0);
-    }
-    Pair p = connected_pair();
-    unsetenv("OPTIREDUCE_UCX_TLS");
+    Pair p = connected_pair_over(tls);
     ASSERT_EQ(p.t.size(), 2u);
     const std::string lanes = p.t[0]->describe();
     const bool single_copy = !*tls && (lanes.find("cma/") != std::string::npos || lanes.find("xpmem/") != std::string::npos ||
