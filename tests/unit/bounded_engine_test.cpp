@@ -167,6 +167,8 @@ bool any_expired(const std::vector<Observed>& row) {
 // same call (the 10th after the first sign): ranks are never more than sync_interval (8) bounded
 // calls apart, since every agreement round (and every exact call) waits for all of them.
 // identical=true gives every rank the same input (rank 0's). Odd calls run in place.
+// after_call(rank) runs on each rank's thread right after each of its calls (a barrier, as a
+// job's own MPI calls between allreduces).
 std::vector<std::vector<Observed>> drive(Job& job, const std::vector<std::uint64_t>& counts, bool compare = true,
                                          bool identical = false, const std::function<void(int rank)>& after_call = {}) {
   const int ranks = job.ranks();
