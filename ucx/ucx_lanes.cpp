@@ -25,15 +25,17 @@ std::vector<std::string> transport_names(const std::string& chosen) {
   return out;
 }
 
+// UCX's transports through this host's memory (single-copy or mapped segments, and self), and
+// those of them that copy straight between two processes.
+const std::set<std::string> kSharedMemory{"sysv", "posix", "cma", "xpmem", "knem", "self"};
 const std::set<std::string> kSingleCopy{"cma", "xpmem", "knem"};
 
 }  // namespace
 
-// UCX's transports through this host's memory (single-copy or mapped segments, and self).
 bool only_shared_memory(const std::string& chosen) {
-  static const std::set<std::string> shm{"sysv", "posix", "cma", "xpmem", "knem", "self"};
   const std::vector<std::string> names = transport_names(chosen);
-  return !names.empty() && std::all_of(names.begin(), names.end(), [](const std::string& n) { return shm.contains(n); });
+  return !names.empty() &&
+         std::all_of(names.begin(), names.end(), [](const std::string& n) { return kSharedMemory.contains(n); });
 }
 
 bool has_single_copy(const std::string& chosen) {

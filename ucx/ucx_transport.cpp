@@ -225,16 +225,7 @@ Status UcxTransport::connect(int self_rank, const std::vector<std::vector<std::b
   // for the first call.
   description_ = lanes_in_use(endpoints_);
   shared_memory_ = only_shared_memory(description_);
-  if (!shared_memory_) {
-    protocol_ = Protocol::eager;
-    if (!context_->eager_only())
-      OR_LOG(info, "the UCX rendezvous threshold applies to shared memory only: the engine's messages over %s go eager",
-             description_.c_str());
-  } else if (!context_->eager_only()) {
-    protocol_ = Protocol::ucx_choice;
-  } else {
-    protocol_ = has_single_copy(description_) ? Protocol::rendezvous_when_large : Protocol::eager;
-  }
+  protocol_ = SendProtocol::choose(description_, !context_->eager_only());
   OR_LOG(info, "UCX transports in use: %s", description_.c_str());
   return {};
 }
@@ -252,21 +243,6 @@ Status UcxTransport::send(int peer, Lane, std::span<const std::byte> header, std
   return {};
 }
 
-unsigned UcxTransport::protocol_flag(std::size_t payload_bytes) const {
-  // Eager needs no per-message handshake with both sides scheduled (several ranks on few cores
-  // make every round trip expensive), so it is what a message takes unless a rendezvous saves
-  // copies (protocol_).
-  switch (protocol_) {
-    case Protocol::ucx_choice:
-      return 0;
-    case Protocol::rendezvous_when_large:
-      return payload_bytes >= kSharedMemoryRendezvousBytes ? UCP_AM_SEND_FLAG_RNDV : UCP_AM_SEND_FLAG_EAGER;
-    case Protocol::eager:
-      break;
-  }
-  return UCP_AM_SEND_FLAG_EAGER;
-}
-
 Status UcxTransport::post(int peer, unsigned am_id, std::span<const std::byte> header, std::span<const std::byte> payload) {
   OR_CHECK(!failed_, peer, "a UCX endpoint failed");
   ucp_request_param_t param{};
@@ -274,7 +250,7 @@ Status UcxTransport::post(int peer, unsigned am_id, std::span<const std::byte> h
   param.cb.send = &UcxTransport::on_send_done;
   param.user_data = &send_contexts_[peer];
   // Reply: the receiver learns the endpoint it came on, which is how it knows the sender.
-  param.flags = UCP_AM_SEND_FLAG_REPLY | protocol_flag(payload.size());
+  param.flags = UCP_AM_SEND_FLAG_REPLY | protocol_.flag(payload.size());
   void* req = ucp_am_send_nbx(endpoints_[peer], am_id, header.data(), header.size(), payload.data(), payload.size(), &param);
   if (req == nullptr) return {};
   if (UCS_PTR_IS_ERR(req)) {

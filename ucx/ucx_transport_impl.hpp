@@ -13,6 +13,7 @@
 #include "optireduce/transport.hpp"
 #include "optireduce/transport_module.hpp"
 #include "optireduce/ucx/ucx_context.hpp"
+#include "optireduce/ucx/ucx_send_protocol.hpp"
 
 namespace optireduce::ucx::detail {
 
@@ -28,10 +29,6 @@ constexpr auto kMaxBlock = std::chrono::milliseconds(5);
 // While this rank's own sends are in flight, UCX may need progress to push them on (a TCP socket
 // that was full becomes writable without an event on the worker's fd): block only this long.
 constexpr auto kMaxBlockWhileSending = std::chrono::microseconds(200);
-// Over shared memory a larger eager message crosses UCX's FIFO in fragments that UCX copies
-// into a buffer it allocates per message (and whose pages fault in each time); a rendezvous
-// over cma, xpmem or knem copies it once, from the sender's buffer to its destination.
-constexpr std::size_t kSharedMemoryRendezvousBytes = 64u << 10;
 // Closing waits at most this for the sends of the last bounded calls to drain.
 constexpr auto kCloseTimeout = std::chrono::seconds(2);
 
@@ -112,13 +109,7 @@ class UcxTransport final : public Transport {
   std::int32_t hello_header_ = -1;  // read by UCX until the hello sends complete
   std::string description_ = "ucx (not connected)";
   bool shared_memory_ = false;  // every lane of every endpoint is a shared-memory transport
-  // How a message goes: eager (the sender pushes) over a network, where a rendezvous fetch over
-  // UCX's tcp could wait for the sender until its timeout; over shared memory, UCX's choice when
-  // the user set a rendezvous threshold, else a rendezvous from kSharedMemoryRendezvousBytes
-  // where a single-copy transport reads it.
-  enum class Protocol { eager, ucx_choice, rendezvous_when_large };
-  Protocol protocol_ = Protocol::eager;
-  unsigned protocol_flag(std::size_t payload_bytes) const;
+  SendProtocol protocol_;  // eager until connect() chooses
   TransportCounters counters_;
   // While poll() runs: where a message that UCX can lend only for its callback is delivered at
   // once, instead of being copied for delivery after the callback (the copy of every eager

@@ -55,20 +55,24 @@ std::size_t InProcTransport::sends_in_flight(int peer) const {
   return static_cast<std::size_t>(std::count_if(held_.begin(), held_.end(), [peer](const Held& h) { return h.peer == peer; }));
 }
 
-bool InProcTransport::release_held() {
+Clock::time_point InProcTransport::release_held() {
   const auto now = Clock::now();
+  auto next = Clock::time_point::max();
   std::vector<int> blocked;  // peers whose first held message is not due: the rest waits behind it
   for (auto it = held_.begin(); it != held_.end();) {
     const bool behind = std::find(blocked.begin(), blocked.end(), it->peer) != blocked.end();
     if (behind || it->release > now) {
-      if (!behind) blocked.push_back(it->peer);
+      if (!behind) {
+        blocked.push_back(it->peer);
+        next = std::min(next, it->release);
+      }
       ++it;
       continue;
     }
     fabric_->deliver(it->peer, std::move(it->message));
     it = held_.erase(it);
   }
-  return !held_.empty();
+  return next;
 }
 
 Status InProcTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
@@ -77,18 +81,13 @@ Status InProcTransport::poll(Clock::time_point deadline, const std::function<voi
   const std::size_t held_before = held_.size();
   InProcFabric::Message m;
   for (;;) {
-    const bool holding = release_held();
-    if (held_.size() != held_before && !fabric_->take(rank_, Clock::time_point::min(), m)) return {};
-    if (held_.size() != held_before) break;
-    auto wake = deadline;
-    std::vector<int> heads;  // the first held message per peer is what the rest waits for
-    for (const Held& h : held_)
-      if (std::find(heads.begin(), heads.end(), h.peer) == heads.end()) {
-        heads.push_back(h.peer);
-        wake = std::min(wake, h.release);
-      }
-    if (fabric_->take(rank_, wake, m)) break;
-    if (!holding || Clock::now() >= deadline) return Timeout("nothing arrived");
+    const auto next_release = release_held();
+    if (held_.size() != held_before) {
+      if (!fabric_->take(rank_, Clock::time_point::min(), m)) return {};
+      break;
+    }
+    if (fabric_->take(rank_, std::min(deadline, next_release), m)) break;
+    if (next_release == Clock::time_point::max() || Clock::now() >= deadline) return Timeout("nothing arrived");
   }
   do {
     InboundMessage in;

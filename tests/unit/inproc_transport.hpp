@@ -80,8 +80,8 @@ class InProcTransport final : public Transport {
     Clock::time_point release;
     InProcFabric::Message message;
   };
-  // Sends held messages that are due, in order; whether any left.
-  bool release_held();
+  // Sends held messages that are due, in order; when the next one falls due (max: none held).
+  Clock::time_point release_held();
 
   TransportTraits traits_{true, true, true, std::size_t{1} << 30};
   std::function<bool(int, int, std::span<const std::byte>)> drop_;

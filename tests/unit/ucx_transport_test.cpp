@@ -2,6 +2,7 @@
 // context), connected over the host's transports, exchanging messages of every size class
 // (eager and rendezvous), each named by the endpoint it came on.
 #include <gtest/gtest.h>
+#include <ucp/api/ucp.h>
 
 #include <atomic>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <numeric>
 #include <thread>
 
+#include "optireduce/ucx/ucx_send_protocol.hpp"
 #include "optireduce/ucx/ucx_transport.hpp"
 
 namespace optireduce {
@@ -283,6 +285,23 @@ TEST(UcxTransport, OverSharedMemoryLargeMessagesGoByRendezvousAndOverTcpAllEager
         (void)p.t[0]->poll(Clock::now() + std::chrono::milliseconds(1), [](const InboundMessage&) {});
     }
   }
+}
+
+// The protocol of a message from the lanes UCX chose, without a connection.
+TEST(UcxSendProtocol, SharedMemoryWithASingleCopyTransportSendsLargeMessagesByRendezvous) {
+  using ucx::SendProtocol;
+  const std::size_t large = ucx::kSharedMemoryRendezvousBytes, small = large - 1;
+  const SendProtocol shm = SendProtocol::choose("cma/memory.0,sysv/memory.0", false);
+  EXPECT_EQ(shm.flag(large), unsigned{UCP_AM_SEND_FLAG_RNDV});
+  EXPECT_EQ(shm.flag(small), unsigned{UCP_AM_SEND_FLAG_EAGER});
+  // No single-copy transport: a rendezvous would cross the FIFO in fragments too.
+  EXPECT_EQ(SendProtocol::choose("sysv/memory.0", false).flag(large), unsigned{UCP_AM_SEND_FLAG_EAGER});
+  // A network lane, with or without the user's threshold: eager.
+  EXPECT_EQ(SendProtocol::choose("cma/memory.0,tcp/lo", false).flag(large), unsigned{UCP_AM_SEND_FLAG_EAGER});
+  EXPECT_EQ(SendProtocol::choose("tcp/eth0", true).flag(large), unsigned{UCP_AM_SEND_FLAG_EAGER});
+  // The user's threshold over shared memory: UCX chooses.
+  EXPECT_EQ(SendProtocol::choose("cma/memory.0,sysv/memory.0", true).flag(large), 0u);
+  EXPECT_EQ(SendProtocol().flag(large), unsigned{UCP_AM_SEND_FLAG_EAGER});
 }
 
 }  // namespace optireduce
