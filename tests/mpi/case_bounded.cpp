@@ -585,9 +585,8 @@ int case_bounded_clean() {
   const unsigned calibration = calibration_calls();
   std::vector<int> kinds;
   int bounded = 0;
+  // Every call after calibration is bounded or the case fails, so the loop ends.
   for (int i = 0; bounded < bounded_wanted; ++i) {
-    MPITEST_CHECK(i < static_cast<int>(calibration) + bounded_wanted, "bounded_clean: only %d bounded calls in %d",
-                  bounded, i);
     const Checked c = reduce_and_check(comm, count, i, "bounded_clean");
     kinds.push_back(c.call.kind);
     if (c.call.sequence <= calibration) continue;
