@@ -114,6 +114,10 @@ class DeadlineController {
   // the end of its own all-gather (TarCall::agree_on_fill waits longer for a peer whose phases
   // may still be stretching); giving up earlier leaves replicas different.
   static double agreement_wait_us(double gather_budget_us) { return std::max(kAgreeMinUs, gather_budget_us); }
+  // A calibration call made exact by resends, once it knows whether it was exact everywhere,
+  // waits at most this long for word that every peer knows too, asking again each resend wait
+  // (a peer that left with this rank's word but not its own lost every copy of it).
+  static double decision_linger_us(double gather_budget_us) { return kDecisionLingerWaits * resend_wait_us(gather_budget_us); }
   // A run of the datagram path during calibration (a probe beside an exact call, or a call made
   // exact by resends) may take this long: a multiple of the fastest exact call of the class (or
   // of another class, per byte), so the first call's connection set-up cannot stretch it, with
@@ -150,6 +154,7 @@ class DeadlineController {
   static constexpr double kHeartbeatsPerSilence = 6.0;
   static constexpr double kStallWaitFloorUs = 500e3;
   static constexpr double kAgreeMinUs = 500;
+  static constexpr double kDecisionLingerWaits = 16;
   static constexpr std::size_t kWarmCalibrationCalls = 8;
   static constexpr double kProbeBudgetFactor = 4.0;
   // Room for resend rounds even where the exact call was short (they wait a floor each).

@@ -216,15 +216,10 @@ CallStats Engine::calibrate_over_datagrams(const float* input, float* output, st
   // What it needed per phase (TarCall::teach_deadlines; a rerun overwrites it).
   const PhaseTimes needed = state_.my_estimate_us;
   const CallStats run = timed;
-  // Exact only where it is exact everywhere: the ranks agree over the bootstrap, after pushing
-  // out what peers may still wait for.
-  drain_bounded_sends();
-  float incomplete = timed.cut ? 1.0f : 0.0f;
-  if (!state_.bootstrap->allreduce_sum(&incomplete, &incomplete, 1)) {
-    timed.status = PeerError("the agreement on a calibration call over the job's MPI failed");
-    return timed;
-  }
-  if (incomplete == 0.0f) {
+  // Exact only where it is exact everywhere, which the run's ranks decided alike from their lists
+  // of missing chunks (tar_call_exactness.cpp): not over the job's MPI, which on a lossy network
+  // rides the same lossy path over TCP.
+  if (!timed.cut) {
     if (target != output) std::memcpy(output, target, count * sizeof(float));
     timed.latency_us = us_since(start);
     timed.deadline_us = {};  // the run's budget bounded its wait, not its result
@@ -233,6 +228,7 @@ CallStats Engine::calibrate_over_datagrams(const float* input, float* output, st
     return timed;
   }
   ++state_.agreed.calibration_reruns;
+  drain_bounded_sends();  // what peers may still wait for goes out before this rank blocks
   const auto rerun_from = Clock::now();
   stats = paths_.exact ? run_tar(*paths_.exact, {input, output, count, cls, nullptr, false}, std::move(stats), start)
                        : exact_over_bootstrap(input, output, count, std::move(stats), start);

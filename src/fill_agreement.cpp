@@ -14,6 +14,17 @@ void FillAgreement::begin(const ShardLayout& layout, std::uint64_t total_chunks,
   pieces_.assign(static_cast<std::size_t>(layout.ranks()) * pieces_per_rank_, 0);
   pieces_in_.assign(static_cast<std::size_t>(layout.ranks()), 0);
   complete_sources_ = 0;
+  decided_.assign(static_cast<std::size_t>(layout.ranks()), 0);
+}
+
+bool FillAgreement::union_empty() const {
+  return std::all_of(union_.begin(), union_.end(), [](std::byte b) { return b == std::byte{0}; });
+}
+
+bool FillAgreement::all_decided(int rank) const {
+  for (std::size_t p = 0; p < decided_.size(); ++p)
+    if (static_cast<int>(p) != rank && !decided_[p]) return false;
+  return true;
 }
 
 void FillAgreement::build_own_list(const AllGather& gather, const LossLedger& ledger, int rank,

@@ -39,6 +39,14 @@ class FillAgreement {
   void accept(int source, std::size_t piece, const WireHeader& h, const InboundMessage& message);
   bool complete(int ranks) const { return complete_sources_ == static_cast<std::size_t>(ranks - 1); }
   bool has_list(int source) const { return pieces_in_[static_cast<std::size_t>(source)] == pieces_per_rank_; }
+  // No rank lacks anything among the lists that came (and the own).
+  bool union_empty() const;
+
+  // A calibration call made exact by resends decides from the lists whether it was exact
+  // everywhere (TarCall::decide_exactness); each peer says when it has decided.
+  void note_decided(int source) { decided_[static_cast<std::size_t>(source)] = 1; }
+  bool all_decided(int rank) const;
+  bool decided(int source) const { return decided_[static_cast<std::size_t>(source)] != 0; }
 
   // Closes the union on this rank: a chunk some rank lacks is zeroed here too (even where it
   // arrived, and at its owner), counted as filled. Calls changed(owner) for every shard touched.
@@ -55,6 +63,7 @@ class FillAgreement {
   std::vector<std::byte> union_;         // OR of the lists that came this call, and the own
   std::vector<std::uint8_t> pieces_;     // [source][piece]: pieces that came
   std::vector<std::uint32_t> pieces_in_; // per source: pieces that came
+  std::vector<std::uint8_t> decided_;    // per source: said it has decided
   std::size_t complete_sources_ = 0;
   std::vector<std::byte> scratch_;
 };

@@ -24,7 +24,9 @@ struct TarRequest {
   // bounded calls run over another transport, which a probe then times instead.
   bool teaches = true;
   // A probe that is a calibration call made exact by resends (Engine::calibrate_over_datagrams):
-  // its ranks stay in the call, answering resends, until every peer's list of missing chunks came.
+  // its ranks stay in the call, answering resends, until the lists of missing chunks tell whether
+  // it was exact everywhere (tar_call_exactness.cpp); its `cut` then says whether any rank's
+  // result lacks data, the same on every rank.
   bool exact_by_resends = false;
 };
 
@@ -101,6 +103,13 @@ class TarCall {
   bool agree_on_fill();
   // Waits for every peer's list until `until`, longer for a peer that stalled; true when all came.
   bool wait_for_lists(Clock::time_point until);
+  // Calls made exact by resends (tar_call_exactness.cpp): whether the lists that came decide if
+  // the call was exact everywhere; the wait for that, and for every peer to know it too; this
+  // rank's list (with `flags`) to a peer.
+  bool exactness_known() const;
+  bool decide_exactness();
+  void send_list(int peer, std::uint16_t flags);
+  static constexpr int kDecidedCopies = 3;
   void log_incomplete_fill(Clock::time_point waited_from) const;
   Status finish_sends(Clock::time_point phase_deadline);
   void teach_deadlines(Clock::time_point scatter_start, Clock::time_point gather_start);
@@ -193,6 +202,7 @@ class TarCall {
   // This rank sent its list of missing chunks: to its peers that says it is done, too.
   bool sent_list_ = false;
   int list_copies_ = 1;  // FillAgreement::copies for this call's transport
+  bool exact_everywhere_ = false;  // decide_exactness: every rank had everything, unreduced by none
 };
 
 }  // namespace optireduce

@@ -32,20 +32,14 @@ void TarCall::decide_cuts(bool reliable_transport) {
 
 bool TarCall::agree_on_fill() {
   s_.fill.build_own_list(s_.gather, s_.ledger, s_.rank, staging_->missing);
-  const auto& mine = staging_->missing;
   sent_list_ = true;
+  if (request_.exact_by_resends) {
+    const bool decided = decide_exactness();
+    serving_resends_ = false;
+    return decided;  // the call runs again over the exact path unless exact everywhere: no fill
+  }
   for (int copy = 0; copy < list_copies_; ++copy)
-    for (int k = 1; k < s_.ranks; ++k) {
-      const int peer = rotation_peer(s_.rank, s_.ranks, k);
-      s_.fill.for_each_piece(mine, [&](std::uint64_t offset, std::span<const std::byte> piece) {
-        WireHeader h = header_of(MessageKind::missing_list);
-        h.offset = offset;
-        h.length = static_cast<std::uint32_t>(piece.size());
-        EncodedHeader header = staging_->next_header();
-        encode(h, header);
-        (void)transport_.send(peer, Lane::control, header, piece);
-      });
-    }
+    for (int k = 1; k < s_.ranks; ++k) send_list(rotation_peer(s_.rank, s_.ranks, k), 0);
   // A peer sends its list when its own all-gather closes, and a peer that lacks data keeps its
   // phases open while data still comes (keep_waiting_until): so the wait covers the longest
   // both phases may stretch, counted from the last peer's entry, and at least a budget. Waiting

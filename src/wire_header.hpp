@@ -39,6 +39,12 @@ struct WireHeader {
   // receiver that has one asks for what it lacks only once the rest had time to come.
   static constexpr unsigned kFollowShift = 6;
   static constexpr std::uint16_t kFollowMask = 0x3u << kFollowShift;
+  // On a missing list of a calibration call made exact by resends: the sender has decided
+  // whether that call was exact everywhere, and asks nothing more of the receiver.
+  static constexpr std::uint16_t kFlagDecided = 1u << 8;
+  // On a missing list sent again: the receiver answers with its own (the sender still waits for
+  // it, or for word that the receiver has decided).
+  static constexpr std::uint16_t kFlagWantsAnswer = 1u << 9;
   static std::uint16_t last_slice_flags(std::uint32_t follow) {
     return static_cast<std::uint16_t>(kFlagLastSlice | (std::min<std::uint32_t>(follow, 3) << kFollowShift));
   }

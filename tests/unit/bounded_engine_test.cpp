@@ -739,6 +739,58 @@ TEST(BoundedEngine, CalibrationRunsOverTheLossyPathAndStaysExact) {
   }
 }
 
+// Whether a calibration call over datagrams was exact everywhere, the ranks decide alike from their
+// lists of missing chunks, over the datagram path, asking again for a list that does not come;
+// the job's own communication (which a lossy network would hold up) is not used for it. Here the
+// first copies of every list, and every 16th message otherwise, are lost.
+class ListCopiesLoss {
+ public:
+  static constexpr int kLostCopies = 3;  // more than a list is sent unasked
+  bool operator()(int from, int to, std::span<const std::byte> header) {
+    WireHeader h;
+    if (!decode(header, h)) return false;
+    if (h.kind != MessageKind::missing_list) return others_(from, to, header);
+    std::lock_guard lock(mutex_);
+    return ++sent_[{from, to, h.epoch}] <= kLostCopies;
+  }
+
+ private:
+  FirstCopyLoss others_;
+  std::mutex mutex_;
+  std::map<std::tuple<int, int, std::uint64_t>, int> sent_;
+};
+
+TEST(BoundedEngine, CalibrationDecidesExactnessFromTheListsWithoutTheJobsCommunication) {
+  Watchdog dog(kNoHang, "CalibrationDecidesExactnessFromTheListsWithoutTheJobsCommunication");
+  const int ranks = 4, calibration = 4;
+  const std::uint64_t count = 64 * ranks * 8;
+  EngineOptions options = bounded_options(0.0, calibration, 1.0);
+  auto loss = std::make_shared<ListCopiesLoss>();
+  testing::InProcNetwork network;
+  network.traits.can_abandon_sends = true;
+  network.drop_control = true;
+  network.drop = [loss](int from, int to, std::span<const std::byte> header) { return (*loss)(from, to, header); };
+  Job job = testing::start_inproc_job(ranks, options, &network);
+  for (int r = 0; r < ranks; ++r) ASSERT_TRUE(job.engines[r]) << "rank " << r;
+  const unsigned collectives_before = job.fabric->collectives();
+  const auto seen = drive(job, std::vector<std::uint64_t>(calibration, count));
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(calibration));
+  expect_call_invariants(seen, true);
+  unsigned over_reliable = 0;
+  for (int c = 0; c < calibration; ++c) {
+    for (int r = 0; r < ranks; ++r) {
+      const Observed& o = seen[c][r];
+      ASSERT_EQ(o.stats.kind, CallKind::calibration) << describe(o, c, r);
+      EXPECT_EQ(o.differing, 0u) << describe(o, c, r) << ": a calibration call is not exact";
+      EXPECT_EQ(o.stats.transport, seen[c][0].stats.transport) << describe(o, c, r) << ": ranks took different paths";
+    }
+    over_reliable += seen[c][0].stats.transport == "ucx";
+  }
+  EXPECT_LE(over_reliable, unsigned(calibration) / 2) << "calibration calls that ran over the reliable path";
+  // One all-gather: the agreement on the calibrated deadlines that ends calibration.
+  EXPECT_EQ(job.fabric->collectives(), collectives_before + 1) << "calibration calls used the job's communication";
+}
+
 TEST(BoundedEngine, DivergenceIsCountedExactly) {
   Watchdog dog(kNoHang, "Divergence");
   // Without the fill agreement each rank fills only the all-gather chunks it lacked, so under

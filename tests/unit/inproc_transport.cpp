@@ -40,7 +40,7 @@ std::vector<std::vector<std::byte>> InProcFabric::allgather(int rank, std::span<
 }
 
 Status InProcTransport::send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) {
-  if (lane == Lane::data && drop_ && drop_(rank_, peer, header)) return {};
+  if ((lane == Lane::data || drop_control_) && drop_ && drop_(rank_, peer, header)) return {};
   InProcFabric::Message m{rank_, {header.begin(), header.end()}, {payload.begin(), payload.end()}};
   const Clock::duration hold = lane == Lane::data && hold_ ? hold_(rank_, peer, header) : Clock::duration::zero();
   if (hold > Clock::duration::zero() || sends_in_flight(peer) != 0) {

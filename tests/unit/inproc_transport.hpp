@@ -34,6 +34,11 @@ class InProcFabric {
 
   // All-gather among the ranks (a generation-counted rendezvous).
   std::vector<std::vector<std::byte>> allgather(int rank, std::span<const std::byte> mine);
+  // How many all-gathers (and so bootstrap collectives of any kind) the ranks completed.
+  unsigned collectives() {
+    std::lock_guard lock(mutex_);
+    return gather_generation_;
+  }
 
  private:
   const int ranks_;
@@ -47,10 +52,12 @@ class InProcFabric {
 };
 
 // A network for the bounded calls beside the exact one: a transport that may lose messages
-// (traits.reliable false), losing the data-lane messages `drop` picks (from, to, header).
+// (traits.reliable false), losing the data-lane messages `drop` picks (from, to, header), and the
+// control-lane ones too where `drop_control` says so.
 struct InProcNetwork {
   TransportTraits traits{false, false, false, std::size_t{1} << 30};
   std::function<bool(int from, int to, std::span<const std::byte> header)> drop;
+  bool drop_control = false;
   // The network carries every call, exact and bounded (one transport, as UCX does).
   bool only_path = false;
   // How long a data-lane send waits in its sender's queue (zero: none). As in a shared-memory
@@ -63,7 +70,8 @@ class InProcTransport final : public Transport {
  public:
   InProcTransport(std::shared_ptr<InProcFabric> fabric, int rank) : fabric_(std::move(fabric)), rank_(rank) {}
   InProcTransport(std::shared_ptr<InProcFabric> fabric, int rank, const InProcNetwork& network)
-      : fabric_(std::move(fabric)), rank_(rank), traits_(network.traits), drop_(network.drop), hold_(network.hold) {}
+      : fabric_(std::move(fabric)), rank_(rank), traits_(network.traits), drop_(network.drop), drop_control_(network.drop_control),
+        hold_(network.hold) {}
   std::vector<std::byte> local_address() const override { return {std::byte(rank_)}; }
   Status connect(int, const std::vector<std::vector<std::byte>>&, Clock::time_point) override { return {}; }
   Status send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) override;
@@ -85,6 +93,7 @@ class InProcTransport final : public Transport {
 
   TransportTraits traits_{true, true, true, std::size_t{1} << 30};
   std::function<bool(int, int, std::span<const std::byte>)> drop_;
+  bool drop_control_ = false;
   std::function<Clock::duration(int, int, std::span<const std::byte>)> hold_;
   std::deque<Held> held_;  // used by the rank's own thread only
 };

@@ -1,0 +1,74 @@
+// The end of a calibration call made exact by resends: whether its result is exact on every rank,
+// decided by every rank alike from the lists of missing chunks, over the datagram path itself.
+// The job's MPI would do it in one small allreduce, but where the network loses packets that
+// allreduce rides the same lossy path over TCP, and a lost segment waits out a retransmission
+// timeout, for every rank.
+//
+// The answer is "not exact" as soon as any list names a chunk or any chunk came reduced without
+// every contribution (each rank that lacks nothing saw every such flag); "exact" only once every
+// rank's list came and all are empty. Either way it is the same on every rank that knows it. A
+// rank that knows says so on its list; it sends its list again, asking for an answer, to each
+// peer that has not said so, and stays (answering resends and lists) until each has or a linger
+// has passed: a peer leaves only once it knows this rank knows, so a rank that still lacks a list
+// is sent it again and again until it has it.
+#include "optireduce/engine/clock_us.hpp"
+#include "optireduce/engine/tar_call.hpp"
+#include "optireduce/engine/tar_schedule.hpp"
+
+namespace optireduce {
+
+bool TarCall::exactness_known() const {
+  return !s_.fill.union_empty() || s_.ledger.dropped() > 0 || s_.fill.complete(s_.ranks);
+}
+
+void TarCall::send_list(int peer, std::uint16_t flags) {
+  s_.fill.for_each_piece(staging_->missing, [&](std::uint64_t offset, std::span<const std::byte> piece) {
+    if (!staging_->has_header_slot()) return;
+    WireHeader h = header_of(MessageKind::missing_list);
+    h.flags = flags;
+    h.offset = offset;
+    h.length = static_cast<std::uint32_t>(piece.size());
+    EncodedHeader header = staging_->next_header();
+    encode(h, header);
+    (void)transport_.send(peer, Lane::control, header, piece);
+  });
+}
+
+bool TarCall::decide_exactness() {
+  const auto ask_every = us_duration(DeadlineController::resend_wait_us(budget_.us[1]));
+  const auto linger = us_duration(DeadlineController::decision_linger_us(budget_.us[1]));
+  auto next_ask = Clock::now() + ask_every;
+  auto leave_by = Clock::time_point::max();
+  bool told = false;
+  auto send_to_all = [&](int copies, std::uint16_t flags) {
+    for (int copy = 0; copy < copies; ++copy)
+      for (int k = 1; k < s_.ranks; ++k) send_list(rotation_peer(s_.rank, s_.ranks, k), flags);
+  };
+  if (!exactness_known()) send_to_all(list_copies_, 0);
+  for (;;) {
+    const bool known = exactness_known();
+    if (known && !told) {
+      send_to_all(kDecidedCopies, WireHeader::kFlagDecided);
+      told = true;
+      leave_by = Clock::now() + linger;
+    }
+    const auto now = Clock::now();
+    if (known && (s_.fill.all_decided(s_.rank) || now >= leave_by)) break;
+    if (!known && now >= hard_deadline_) return false;
+    const Status st = wait(std::min({next_ask, leave_by, hard_deadline_}),
+                           [&] { return exactness_known() != known || (known && s_.fill.all_decided(s_.rank)); });
+    if (!st.ok() && st.code() != StatusCode::timeout) return false;
+    if (Clock::now() >= next_ask) {
+      const std::uint16_t flags = (known ? WireHeader::kFlagDecided : 0) | WireHeader::kFlagWantsAnswer;
+      for (int k = 1; k < s_.ranks; ++k) {
+        const int peer = rotation_peer(s_.rank, s_.ranks, k);
+        if (!s_.fill.decided(peer)) send_list(peer, flags);
+      }
+      next_ask = Clock::now() + ask_every;
+    }
+  }
+  exact_everywhere_ = s_.fill.complete(s_.ranks) && s_.fill.union_empty() && s_.ledger.dropped() == 0;
+  return true;
+}
+
+}  // namespace optireduce
