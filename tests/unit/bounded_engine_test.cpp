@@ -689,6 +689,22 @@ TEST(BoundedEngine, ResendsRepairWhatTheNetworkLost) {
   }
 }
 
+// Every rank's first `calibration` calls are exact calibration calls, each on the same path at
+// every rank; how many of them ran (again) over the reliable path.
+unsigned expect_exact_calibration(const std::vector<std::vector<Observed>>& seen, int calibration, int ranks) {
+  unsigned over_reliable = 0;
+  for (int c = 0; c < calibration; ++c) {
+    for (int r = 0; r < ranks; ++r) {
+      const Observed& o = seen[c][r];
+      EXPECT_EQ(o.stats.kind, CallKind::calibration) << describe(o, c, r);
+      EXPECT_EQ(o.differing, 0u) << describe(o, c, r) << ": a calibration call is not exact";
+      EXPECT_EQ(o.stats.transport, seen[c][0].stats.transport) << describe(o, c, r) << ": ranks took different paths";
+    }
+    over_reliable += seen[c][0].stats.transport == "ucx";
+  }
+  return over_reliable;
+}
+
 // Calibration over a network that may lose data: the calls run over the lossy path, exact where
 // resends brought everything to every rank, and again over the reliable path where some rank still
 // lacks data. Either way every calibration call is bitwise exact, and every rank takes the same path.
@@ -717,18 +733,9 @@ TEST(BoundedEngine, CalibrationRunsOverTheLossyPathAndStaysExact) {
     expect_call_invariants(seen, true);
     // A run the host delays past its budget runs again too, so where resends repair everything
     // most calls (not necessarily all) stay on the lossy path.
-    unsigned over_reliable = 0;
-    for (int c = 0; c < calibration; ++c) {
-      for (int r = 0; r < ranks; ++r) {
-        const Observed& o = seen[c][r];
-        ASSERT_EQ(o.stats.kind, CallKind::calibration) << describe(o, c, r);
-        EXPECT_EQ(o.differing, 0u) << describe(o, c, r) << ": a calibration call is not exact";
-        EXPECT_EQ(o.stats.transport, seen[c][0].stats.transport) << describe(o, c, r) << ": ranks took different paths";
-      }
-      if (!net.repairable) {
-        EXPECT_EQ(seen[c][0].stats.transport, "ucx") << "call " << c;
-      }
-      over_reliable += seen[c][0].stats.transport == "ucx";
+    const unsigned over_reliable = expect_exact_calibration(seen, calibration, ranks);
+    if (!net.repairable) {
+      EXPECT_EQ(over_reliable, unsigned(calibration)) << "a rank that lacks data ran no call again";
     }
     if (net.repairable) {
       EXPECT_LE(over_reliable, unsigned(calibration) / 2) << "calibration calls that ran over the reliable path";
@@ -776,16 +783,7 @@ TEST(BoundedEngine, CalibrationDecidesExactnessFromTheListsWithoutTheJobsCommuni
   const auto seen = drive(job, std::vector<std::uint64_t>(calibration, count));
   ASSERT_EQ(seen.size(), static_cast<std::size_t>(calibration));
   expect_call_invariants(seen, true);
-  unsigned over_reliable = 0;
-  for (int c = 0; c < calibration; ++c) {
-    for (int r = 0; r < ranks; ++r) {
-      const Observed& o = seen[c][r];
-      ASSERT_EQ(o.stats.kind, CallKind::calibration) << describe(o, c, r);
-      EXPECT_EQ(o.differing, 0u) << describe(o, c, r) << ": a calibration call is not exact";
-      EXPECT_EQ(o.stats.transport, seen[c][0].stats.transport) << describe(o, c, r) << ": ranks took different paths";
-    }
-    over_reliable += seen[c][0].stats.transport == "ucx";
-  }
+  const unsigned over_reliable = expect_exact_calibration(seen, calibration, ranks);
   EXPECT_LE(over_reliable, unsigned(calibration) / 2) << "calibration calls that ran over the reliable path";
   // One all-gather: the agreement on the calibrated deadlines that ends calibration.
   EXPECT_EQ(job.fabric->collectives(), collectives_before + 1) << "calibration calls used the job's communication";
