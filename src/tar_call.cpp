@@ -153,14 +153,18 @@ void TarCall::begin(StagingBuffer& staging) {
   // One header slot per send of this call, sized up front: a transport reads a header until its
   // send completes. Scatter: every chunk of every other shard once; all-gather: every own chunk
   // to every peer; a "done" to every peer; the missing lists (FillAgreement::copies).
-  // Resends: every data send again once per round, and a request per round, phase and peer.
+  // Resends: every data send again once per round, and a request per round, phase and peer. A
+  // call made exact by resends: the lists it sends to say it has decided, to ask, and to answer.
   const std::uint32_t own = s_.layout.chunks_in_shard(s_.rank);
   // Resends only where data can be lost, and not where losing it is the point (fault injection).
   s_.resends.begin(s_.ranks, traits.reliable || s_.options.faults.drop > 0 ? 0 : s_.options.resend_rounds);
   const std::size_t data_sends = static_cast<std::size_t>(s_.ledger.total_chunks() - own) + std::size_t{own} * (s_.ranks - 1);
   list_copies_ = FillAgreement::copies(traits.reliable);
-  const std::size_t sends = data_sends + static_cast<std::size_t>(1 + list_copies_ * s_.fill.pieces_per_rank()) * (s_.ranks - 1) +
+  const int list_sends = list_copies_ + (request_.exact_by_resends ? kDecidedCopies + 2 * kMostAsks : 0);
+  const std::size_t sends = data_sends + static_cast<std::size_t>(1 + list_sends * s_.fill.pieces_per_rank()) * (s_.ranks - 1) +
                             s_.resends.rounds() * (data_sends + kTarPhases * (s_.ranks - 1)) + 1;
+  asks_ = 0;
+  answers_.assign(static_cast<std::size_t>(s_.ranks), 0);
   StagingPool::prepare(staging, count, sends, s_.ranks);
   beat_header_ = staging.next_header().data();
   transformed_ = bounded() && !probe_ &&

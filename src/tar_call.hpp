@@ -110,6 +110,8 @@ class TarCall {
   bool decide_exactness();
   void send_list(int peer, std::uint16_t flags);
   static constexpr int kDecidedCopies = 3;
+  // Rounds of asking, and answers to one peer, per call at most (each a list sent to a peer).
+  static constexpr int kMostAsks = 32;
   void log_incomplete_fill(Clock::time_point waited_from) const;
   Status finish_sends(Clock::time_point phase_deadline);
   void teach_deadlines(Clock::time_point scatter_start, Clock::time_point gather_start);
@@ -203,6 +205,8 @@ class TarCall {
   bool sent_list_ = false;
   int list_copies_ = 1;  // FillAgreement::copies for this call's transport
   bool exact_everywhere_ = false;  // decide_exactness: every rank had everything, unreduced by none
+  int asks_ = 0;                    // rounds of asking so far
+  std::vector<int> answers_;        // per peer: answers sent
 };
 
 }  // namespace optireduce

@@ -11,6 +11,8 @@
 // peer that has not said so, and stays (answering resends and lists) until each has or a linger
 // has passed: a peer leaves only once it knows this rank knows, so a rank that still lacks a list
 // is sent it again and again until it has it.
+#include <algorithm>
+
 #include "optireduce/engine/clock_us.hpp"
 #include "optireduce/engine/tar_call.hpp"
 #include "optireduce/engine/tar_schedule.hpp"
@@ -53,18 +55,19 @@ bool TarCall::decide_exactness() {
       leave_by = Clock::now() + linger;
     }
     const auto now = Clock::now();
-    if (known && (s_.fill.all_decided(s_.rank) || now >= leave_by)) break;
+    if (known && (s_.fill.all_decided(s_.rank) || now >= std::min(leave_by, hard_deadline_))) break;
     if (!known && now >= hard_deadline_) return false;
     const Status st = wait(std::min({next_ask, leave_by, hard_deadline_}),
                            [&] { return exactness_known() != known || (known && s_.fill.all_decided(s_.rank)); });
     if (!st.ok() && st.code() != StatusCode::timeout) return false;
     if (Clock::now() >= next_ask) {
+      // After the last round the peers' lists may still come, unasked.
+      next_ask = ++asks_ < kMostAsks ? Clock::now() + ask_every : Clock::time_point::max();
       const std::uint16_t flags = (known ? WireHeader::kFlagDecided : 0) | WireHeader::kFlagWantsAnswer;
       for (int k = 1; k < s_.ranks; ++k) {
         const int peer = rotation_peer(s_.rank, s_.ranks, k);
         if (!s_.fill.decided(peer)) send_list(peer, flags);
       }
-      next_ask = Clock::now() + ask_every;
     }
   }
   exact_everywhere_ = s_.fill.complete(s_.ranks) && s_.fill.union_empty() && s_.ledger.dropped() == 0;

@@ -101,8 +101,10 @@ void TarCall::on_missing_list(const Inbound& in, const InboundMessage& message) 
   s_.done_from[in.header.source] = 1;
   if (!request_.exact_by_resends) return;
   if (in.header.flags & WireHeader::kFlagDecided) s_.fill.note_decided(source);
-  if ((in.header.flags & WireHeader::kFlagWantsAnswer) && sent_list_)
+  if ((in.header.flags & WireHeader::kFlagWantsAnswer) && sent_list_ && answers_[in.header.source] < kMostAsks) {
+    ++answers_[in.header.source];
     send_list(source, exactness_known() ? WireHeader::kFlagDecided : 0);
+  }
 }
 
 }  // namespace optireduce

@@ -14,7 +14,8 @@ enum class MessageKind : std::uint8_t {
   gather_chunk = 2,   // a reduced chunk of the sender's shard
   peer_done = 3,      // header only: "I have everything I need from you for this call"
   missing_list = 4,   // a piece of the bitmap of all-gather chunks the sender lacks at the end
-                      // of a bounded call (offset and length count bytes of the bitmap)
+                      // of a bounded call (offset and length count bytes of the bitmap); in a
+                      // calibration call made exact by resends, kFlagDecided / kFlagWantsAnswer
   call_failed = 5,    // the sender gave up on this call; payload: the ranks that did not answer
                       // (u32 each), so every rank fails the same call with the same error
   resend_request = 6, // "send these chunks of this call again": payload the chunk indices (u32
