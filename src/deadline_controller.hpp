@@ -115,9 +115,18 @@ class DeadlineController {
   // may still be stretching); giving up earlier leaves replicas different.
   static double agreement_wait_us(double gather_budget_us) { return std::max(kAgreeMinUs, gather_budget_us); }
   // A calibration call made exact by resends, once it knows whether it was exact everywhere,
-  // waits at most this long for word that every peer knows too, asking again each resend wait
-  // (a peer that left with this rank's word but not its own lost every copy of it).
-  static double decision_linger_us(double gather_budget_us) { return kDecisionLingerWaits * resend_wait_us(gather_budget_us); }
+  // waits at most this long for word that every peer knows too, asking again meanwhile (a peer
+  // that left with this rank's word but not its own lost every copy of it, which costs this wait;
+  // a peer that never got this rank's list gets it as long as the wait lasts: a short outage must
+  // not fail the call).
+  static double decision_linger_us(double gather_budget_us) {
+    return std::max(kDecisionLingerFloorUs, kDecisionLingerWaits * resend_wait_us(gather_budget_us));
+  }
+  // The n-th ask of that exchange (from 0) comes this long after the one before: a resend wait,
+  // doubling every few asks up to a limit, so a call's asks span the linger.
+  static double decision_ask_wait_us(double gather_budget_us, int n) {
+    return resend_wait_us(gather_budget_us) * double(1 << std::min(n / kAsksPerDoubling, kMostAskDoublings));
+  }
   // A run of the datagram path during calibration (a probe beside an exact call, or a call made
   // exact by resends) may take this long: a multiple of the fastest exact call of the class (or
   // of another class, per byte), so the first call's connection set-up cannot stretch it, with
@@ -155,6 +164,9 @@ class DeadlineController {
   static constexpr double kStallWaitFloorUs = 500e3;
   static constexpr double kAgreeMinUs = 500;
   static constexpr double kDecisionLingerWaits = 16;
+  static constexpr double kDecisionLingerFloorUs = 500e3;
+  static constexpr int kAsksPerDoubling = 4;
+  static constexpr int kMostAskDoublings = 5;
   static constexpr std::size_t kWarmCalibrationCalls = 8;
   static constexpr double kProbeBudgetFactor = 4.0;
   // Room for resend rounds even where the exact call was short (they wait a floor each).

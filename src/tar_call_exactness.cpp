@@ -8,9 +8,9 @@
 // every contribution (each rank that lacks nothing saw every such flag); "exact" only once every
 // rank's list came and all are empty. Either way it is the same on every rank that knows it. A
 // rank that knows says so on its list; it sends its list again, asking for an answer, to each
-// peer that has not said so, and stays (answering resends and lists) until each has or a linger
-// has passed: a peer leaves only once it knows this rank knows, so a rank that still lacks a list
-// is sent it again and again until it has it.
+// peer that has not said so (at growing intervals), and stays (answering resends and lists) until
+// each has or a linger has passed: a peer leaves only once it knows this rank knows, so a rank
+// that still lacks a list is sent it again and again while its peers linger.
 #include <algorithm>
 
 #include "optireduce/engine/clock_us.hpp"
@@ -37,9 +37,9 @@ void TarCall::send_list(int peer, std::uint16_t flags) {
 }
 
 bool TarCall::decide_exactness() {
-  const auto ask_every = us_duration(DeadlineController::resend_wait_us(budget_.us[1]));
+  auto ask_wait = [&] { return us_duration(DeadlineController::decision_ask_wait_us(budget_.us[1], asks_)); };
   const auto linger = us_duration(DeadlineController::decision_linger_us(budget_.us[1]));
-  auto next_ask = Clock::now() + ask_every;
+  auto next_ask = Clock::now() + ask_wait();
   auto leave_by = Clock::time_point::max();
   bool told = false;
   auto send_to_all = [&](int copies, std::uint16_t flags) {
@@ -62,7 +62,7 @@ bool TarCall::decide_exactness() {
     if (!st.ok() && st.code() != StatusCode::timeout) return false;
     if (Clock::now() >= next_ask) {
       // After the last round the peers' lists may still come, unasked.
-      next_ask = ++asks_ < kMostAsks ? Clock::now() + ask_every : Clock::time_point::max();
+      next_ask = ++asks_ < kMostAsks ? Clock::now() + ask_wait() : Clock::time_point::max();
       const std::uint16_t flags = (known ? WireHeader::kFlagDecided : 0) | WireHeader::kFlagWantsAnswer;
       for (int k = 1; k < s_.ranks; ++k) {
         const int peer = rotation_peer(s_.rank, s_.ranks, k);

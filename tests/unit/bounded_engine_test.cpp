@@ -789,6 +789,30 @@ TEST(BoundedEngine, CalibrationDecidesExactnessFromTheListsWithoutTheJobsCommuni
   EXPECT_EQ(job.fabric->collectives(), collectives_before + 1) << "calibration calls used the job's communication";
 }
 
+// A list lost many times over (a short outage of one direction at the end of a calibration call)
+// still comes: its sender keeps sending it while it waits for word that the peer has decided.
+TEST(BoundedEngine, CalibrationOutlastsAShortOutageOfTheLists) {
+  Watchdog dog(kNoHang, "CalibrationOutlastsAShortOutageOfTheLists");
+  const int ranks = 4, calibration = 3;
+  const std::uint64_t count = 64 * ranks * 8;
+  EngineOptions options = bounded_options(0.0, calibration, 1.0);
+  testing::InProcNetwork network;
+  network.traits.can_abandon_sends = true;
+  network.drop_control = true;
+  auto lost = std::make_shared<std::atomic<int>>(0);
+  network.drop = [lost](int from, int to, std::span<const std::byte> header) {
+    WireHeader h;
+    return decode(header, h) && h.kind == MessageKind::missing_list && from == 1 && to == 2 && h.epoch == 2 && ++*lost <= 12;
+  };
+  Job job = testing::start_inproc_job(ranks, options, &network);
+  for (int r = 0; r < ranks; ++r) ASSERT_TRUE(job.engines[r]) << "rank " << r;
+  const auto seen = drive(job, std::vector<std::uint64_t>(calibration, count));
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(calibration));
+  expect_call_invariants(seen, true);
+  EXPECT_EQ(expect_exact_calibration(seen, calibration, ranks), 0u) << "calibration calls that ran over the reliable path";
+  EXPECT_GE(lost->load(), 12) << "the outage was not reached";
+}
+
 TEST(BoundedEngine, DivergenceIsCountedExactly) {
   Watchdog dog(kNoHang, "Divergence");
   // Without the fill agreement each rank fills only the all-gather chunks it lacked, so under
@@ -1093,6 +1117,7 @@ TEST(BoundedEngine, HadamardWorkerComputesWhatTheCallingThreadComputes) {
   }
   EXPECT_GT(identical_rows, (calls - calibration) / 4);
 }
+
 
 }  // namespace
 }  // namespace optireduce
