@@ -116,7 +116,7 @@ Status TarCall::run_all_gather(Clock::time_point gather_start, Clock::time_point
   if (request_.exact_by_resends && s_.ranks > 1) {
     if (!s_.peer_failure.ok()) return s_.peer_failure;
     if (!stats_.fill_agreed) return Timeout("no list of missing chunks told whether the calibration call was exact everywhere");
-    stats_.cut = !exact_everywhere_;
+    stats_.cut = !exact_everywhere();
   }
   serving_resends_ = false;
   if (!s_.gather.complete()) s_.gather.fill_missing(gather_target(), s_.options.fill, scatter_source_, s_.ledger);

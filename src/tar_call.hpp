@@ -103,12 +103,15 @@ class TarCall {
   bool agree_on_fill();
   // Waits for every peer's list until `until`, longer for a peer that stalled; true when all came.
   bool wait_for_lists(Clock::time_point until);
-  // Calls made exact by resends (tar_call_exactness.cpp): whether the lists that came decide if
-  // the call was exact everywhere; the wait for that, and for every peer to know it too; this
-  // rank's list (with `flags`) to a peer.
-  bool exactness_known() const;
-  bool decide_exactness();
+  // This rank's list (with `flags`) to a peer; `copies` of it to every peer.
   void send_list(int peer, std::uint16_t flags);
+  void send_list_to_all(int copies, std::uint16_t flags);
+  // Calls made exact by resends (tar_call_exactness.cpp): whether the lists that came decide if
+  // the call was exact everywhere, and the answer once they do; the wait for that, and for every
+  // peer to know it too.
+  bool exactness_known() const;
+  bool exact_everywhere() const;
+  bool decide_exactness();
   static constexpr int kDecidedCopies = 3;
   // Rounds of asking, and answers to one peer, per call at most (each a list sent to a peer).
   static constexpr int kMostAsks = 32;
@@ -204,7 +207,6 @@ class TarCall {
   // This rank sent its list of missing chunks: to its peers that says it is done, too.
   bool sent_list_ = false;
   int list_copies_ = 1;  // FillAgreement::copies for this call's transport
-  bool exact_everywhere_ = false;  // decide_exactness: every rank had everything, unreduced by none
   int asks_ = 0;                    // rounds of asking so far
   std::vector<int> answers_;        // per peer: answers sent
 };

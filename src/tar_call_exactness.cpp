@@ -23,35 +23,21 @@ bool TarCall::exactness_known() const {
   return !s_.fill.union_empty() || s_.ledger.dropped() > 0 || s_.fill.complete(s_.ranks);
 }
 
-void TarCall::send_list(int peer, std::uint16_t flags) {
-  s_.fill.for_each_piece(staging_->missing, [&](std::uint64_t offset, std::span<const std::byte> piece) {
-    if (!staging_->has_header_slot()) return;
-    WireHeader h = header_of(MessageKind::missing_list);
-    h.flags = flags;
-    h.offset = offset;
-    h.length = static_cast<std::uint32_t>(piece.size());
-    EncodedHeader header = staging_->next_header();
-    encode(h, header);
-    (void)transport_.send(peer, Lane::control, header, piece);
-  });
+bool TarCall::exact_everywhere() const {
+  return s_.fill.complete(s_.ranks) && s_.fill.union_empty() && s_.ledger.dropped() == 0;
 }
+
 
 bool TarCall::decide_exactness() {
   auto ask_wait = [&] { return us_duration(DeadlineController::decision_ask_wait_us(budget_.us[1], asks_)); };
   const auto linger = us_duration(DeadlineController::decision_linger_us(budget_.us[1]));
   auto next_ask = Clock::now() + ask_wait();
-  auto leave_by = Clock::time_point::max();
-  bool told = false;
-  auto send_to_all = [&](int copies, std::uint16_t flags) {
-    for (int copy = 0; copy < copies; ++copy)
-      for (int k = 1; k < s_.ranks; ++k) send_list(rotation_peer(s_.rank, s_.ranks, k), flags);
-  };
-  if (!exactness_known()) send_to_all(list_copies_, 0);
+  auto leave_by = Clock::time_point::max();  // set once this rank knows, and has said so
+  if (!exactness_known()) send_list_to_all(list_copies_, 0);
   for (;;) {
     const bool known = exactness_known();
-    if (known && !told) {
-      send_to_all(kDecidedCopies, WireHeader::kFlagDecided);
-      told = true;
+    if (known && leave_by == Clock::time_point::max()) {
+      send_list_to_all(kDecidedCopies, WireHeader::kFlagDecided);
       leave_by = Clock::now() + linger;
     }
     const auto now = Clock::now();
@@ -70,7 +56,6 @@ bool TarCall::decide_exactness() {
       }
     }
   }
-  exact_everywhere_ = s_.fill.complete(s_.ranks) && s_.fill.union_empty() && s_.ledger.dropped() == 0;
   return true;
 }
 

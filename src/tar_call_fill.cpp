@@ -38,8 +38,7 @@ bool TarCall::agree_on_fill() {
     serving_resends_ = false;
     return decided;  // the call runs again over the exact path unless exact everywhere: no fill
   }
-  for (int copy = 0; copy < list_copies_; ++copy)
-    for (int k = 1; k < s_.ranks; ++k) send_list(rotation_peer(s_.rank, s_.ranks, k), 0);
+  send_list_to_all(list_copies_, 0);
   // A peer sends its list when its own all-gather closes, and a peer that lacks data keeps its
   // phases open while data still comes (keep_waiting_until): so the wait covers the longest
   // both phases may stretch, counted from the last peer's entry, and at least a budget. Waiting
@@ -57,6 +56,24 @@ bool TarCall::agree_on_fill() {
     if (transformed_) s_.hadamard.changed(owner);
   });
   return complete;
+}
+
+void TarCall::send_list(int peer, std::uint16_t flags) {
+  s_.fill.for_each_piece(staging_->missing, [&](std::uint64_t offset, std::span<const std::byte> piece) {
+    if (!staging_->has_header_slot()) return;
+    WireHeader h = header_of(MessageKind::missing_list);
+    h.flags = flags;
+    h.offset = offset;
+    h.length = static_cast<std::uint32_t>(piece.size());
+    EncodedHeader header = staging_->next_header();
+    encode(h, header);
+    (void)transport_.send(peer, Lane::control, header, piece);
+  });
+}
+
+void TarCall::send_list_to_all(int copies, std::uint16_t flags) {
+  for (int copy = 0; copy < copies; ++copy)
+    for (int k = 1; k < s_.ranks; ++k) send_list(rotation_peer(s_.rank, s_.ranks, k), flags);
 }
 
 void TarCall::log_incomplete_fill(Clock::time_point waited_from) const {
