@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "optireduce/engine/stats.hpp"
+#include "optireduce/engine/report/stats.hpp"
 
 namespace optireduce::pmpi {
 

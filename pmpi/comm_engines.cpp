@@ -5,7 +5,7 @@
 #include "optireduce/engine/clock_us.hpp"
 #include "optireduce/engine/log.hpp"
 #include "mpi_bootstrap.hpp"
-#include "optireduce/engine/stats.hpp"
+#include "optireduce/engine/report/stats.hpp"
 
 namespace optireduce::pmpi {
 namespace {

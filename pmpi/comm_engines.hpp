@@ -13,8 +13,8 @@
 #include <set>
 #include <string>
 
-#include "optireduce/engine/config.hpp"
-#include "optireduce/engine/engine.hpp"
+#include "optireduce/engine/config/config.hpp"
+#include "optireduce/engine/engine/engine.hpp"
 #include "engine_history.hpp"
 
 namespace optireduce::pmpi {

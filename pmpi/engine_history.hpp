@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "optireduce/engine/engine.hpp"
+#include "optireduce/engine/engine/engine.hpp"
 
 namespace optireduce::pmpi {
 

@@ -4,7 +4,7 @@
 
 #include <mpi.h>
 
-#include "optireduce/engine/bootstrap.hpp"
+#include "optireduce/engine/engine/bootstrap.hpp"
 
 namespace optireduce::pmpi {
 

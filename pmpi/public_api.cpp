@@ -5,7 +5,7 @@
 
 #include "comm_engines.hpp"
 #include "runtime.hpp"
-#include "optireduce/engine/stats.hpp"
+#include "optireduce/engine/report/stats.hpp"
 
 #define OR_STR2(x) #x
 #define OR_STR(x) OR_STR2(x)

@@ -8,13 +8,13 @@
 #include <fstream>
 #include <mutex>
 
-#include "optireduce/engine/call_trace.hpp"
+#include "optireduce/engine/report/trace.hpp"
 #include "comm_engines.hpp"
 #include "device_memory.hpp"
 #include "optireduce/engine/log.hpp"
 #include "optireduce/optireduce.h"
-#include "optireduce/engine/report.hpp"
-#include "optireduce/engine/stats.hpp"
+#include "optireduce/engine/report/report.hpp"
+#include "optireduce/engine/report/stats.hpp"
 
 namespace optireduce::pmpi {
 namespace {

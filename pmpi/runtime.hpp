@@ -4,8 +4,8 @@
 
 #include <mpi.h>
 
-#include "optireduce/engine/config.hpp"
-#include "optireduce/engine/engine.hpp"
+#include "optireduce/engine/config/config.hpp"
+#include "optireduce/engine/engine/engine.hpp"
 
 namespace optireduce::pmpi {
 

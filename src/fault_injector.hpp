@@ -6,7 +6,7 @@
 #include <random>
 #include <thread>
 
-#include "optireduce/engine/engine_options.hpp"
+#include "optireduce/engine/config/engine_options.hpp"
 
 namespace optireduce {
 

@@ -9,7 +9,7 @@
 #include <memory>
 #include <new>
 
-#include "optireduce/engine/hadamard.hpp"
+#include "optireduce/hadamard/hadamard.hpp"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "cli_errors.hpp"
-#include "optireduce/engine/config.hpp"
+#include "optireduce/engine/config/config.hpp"
 #include "optireduce/optireduce.h"
 
 namespace {

@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "cli_errors.hpp"
-#include "optireduce/engine/config.hpp"
+#include "optireduce/engine/config/config.hpp"
 #include "fabric_providers.hpp"
 #include "optireduce/optireduce.h"
-#include "optireduce/engine/report.hpp"
-#include "optireduce/engine/topology.hpp"
-#include "optireduce/engine/transport_loader.hpp"
+#include "optireduce/engine/report/report.hpp"
+#include "optireduce/engine/report/topology.hpp"
+#include "optireduce/engine/engine/transport_loader.hpp"
 
 extern char** environ;
 
@@ -63,8 +63,8 @@ std::vector<std::pair<std::string, std::string>> ucx_variables() {
   return out;
 }
 
-// What carries which calls under this configuration: the rules of engine_setup.cpp and
-// step_aside.hpp in words (the hosts of a job are known only inside it).
+// What carries which calls under this configuration: the rules of engine/setup.cpp and
+// deadlines/step_aside.hpp in words (the hosts of a job are known only inside it).
 std::vector<std::string> call_paths(const optireduce::Config& c) {
   using optireduce::Mode;
   using optireduce::TransportKind;

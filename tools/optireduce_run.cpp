@@ -25,8 +25,8 @@
 #include "cli_errors.hpp"
 #include "launcher_plan.hpp"
 #include "launcher_probe.hpp"
-#include "optireduce/engine/config.hpp"
-#include "optireduce/engine/report.hpp"
+#include "optireduce/engine/config/config.hpp"
+#include "optireduce/engine/report/report.hpp"
 
 #ifndef OPTIREDUCE_BIN_TO_LIB
 #define OPTIREDUCE_BIN_TO_LIB "../lib"

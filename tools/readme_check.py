@@ -5,7 +5,7 @@
     tools/readme_check.py --info build/bin/optireduce-info README.md --write   # regenerate the table
 
 The configuration table between the markers is generated from `optireduce-info --json` (the
-parameter tables of src/config_tables.cpp), run without any OPTIREDUCE_* variable so it shows the
+parameter tables of src/config/tables.cpp), run without any OPTIREDUCE_* variable so it shows the
 defaults. The check fails when the table differs from what the code says, when the README is
 longer than 450 lines, when a relative link or image does not exist, or when it speaks of work
 sessions or of tools outside the repository. Exit 0 when all holds, 1 otherwise (one line each).

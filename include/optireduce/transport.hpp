@@ -51,7 +51,7 @@ struct TransportTraits {
   bool can_abandon_sends = false;
   std::size_t max_message_bytes = 0;  // largest header + payload one send() may carry
   // Every peer is reached through this host's memory, not a network: then the MPI's own
-  // shared-memory allreduce is a contender worth measuring (engine.cpp, the step aside).
+  // shared-memory allreduce is a contender worth measuring (engine/engine.cpp, the step aside).
   bool shared_memory = false;
 };
 

@@ -22,8 +22,8 @@
 #include "fuzz_input.hpp"
 #include "inproc_datagram.hpp"
 #include "optireduce/datagram/authenticator.hpp"
-#include "optireduce/engine/engine.hpp"
-#include "optireduce/engine/shard_layout.hpp"
+#include "optireduce/engine/engine/engine.hpp"
+#include "optireduce/engine/tar/shard_layout.hpp"
 
 namespace optireduce::fuzz {
 namespace {

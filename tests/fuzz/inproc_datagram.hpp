@@ -19,8 +19,8 @@
 
 #include "optireduce/datagram/inbound_handler.hpp"
 #include "optireduce/datagram/sealer.hpp"
-#include "optireduce/engine/bootstrap.hpp"
-#include "optireduce/engine/wire_header.hpp"
+#include "optireduce/engine/engine/bootstrap.hpp"
+#include "optireduce/engine/tar/wire_header.hpp"
 #include "optireduce/transport.hpp"
 #include "optireduce/udp/receive_path.hpp"
 

@@ -5,7 +5,7 @@
 // What is checked, and why it can fail:
 //  - calibration calls, then bounded calls, per size class, with the same kind on every rank;
 //  - every entry that differs from the exact sum is counted as dropped (bitwise: the engine sums
-//    in a fixed order per shard, scatter_reduce.hpp), so a call that reports no loss is exact;
+//    in a fixed order per shard, tar/scatter_reduce.hpp), so a call that reports no loss is exact;
 //  - with no injected loss, data is missing only when some phase ran to its deadline (late data
 //    on this shared machine), and rarely;
 //  - with injected loss, the dropped share follows the injected rate and the error of the
@@ -33,11 +33,11 @@
 #include <sstream>
 #include <thread>
 
-#include "optireduce/engine/engine.hpp"
-#include "optireduce/engine/hadamard.hpp"
-#include "optireduce/engine/scatter_reduce.hpp"
-#include "optireduce/engine/shard_layout.hpp"
-#include "optireduce/engine/wire_header.hpp"
+#include "optireduce/engine/engine/engine.hpp"
+#include "optireduce/hadamard/hadamard.hpp"
+#include "optireduce/engine/tar/scatter_reduce.hpp"
+#include "optireduce/engine/tar/shard_layout.hpp"
+#include "optireduce/engine/tar/wire_header.hpp"
 #include "inproc_transport.hpp"
 #include "owner_order_sum.hpp"
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "optireduce/engine/config.hpp"
+#include "optireduce/engine/config/config.hpp"
 
 namespace optireduce {
 namespace {

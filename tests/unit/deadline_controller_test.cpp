@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "optireduce/engine/deadline_controller.hpp"
+#include "optireduce/engine/deadlines/controller.hpp"
 
 namespace optireduce {
 namespace {

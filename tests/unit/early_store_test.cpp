@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "optireduce/engine/early_store.hpp"
+#include "optireduce/engine/tar/early_store.hpp"
 
 namespace optireduce {
 namespace {

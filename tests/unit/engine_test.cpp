@@ -6,10 +6,10 @@
 #include <random>
 #include <thread>
 
-#include "optireduce/engine/engine.hpp"
+#include "optireduce/engine/engine/engine.hpp"
 #include "inproc_transport.hpp"
 #include "owner_order_sum.hpp"
-#include "optireduce/engine/wire_header.hpp"
+#include "optireduce/engine/tar/wire_header.hpp"
 
 namespace optireduce {
 namespace {
@@ -37,7 +37,7 @@ std::vector<float> input_of(int rank, std::uint64_t count, bool integers) {
 }
 
 // What the engine promises: each shard's owner sums in one fixed order (its own contribution,
-// then rank-1, rank-2, ...: scatter_reduce.hpp), so even non-integer data matches bitwise.
+// then rank-1, rank-2, ...: tar/scatter_reduce.hpp), so even non-integer data matches bitwise.
 std::vector<float> expected_sum(int ranks, std::uint64_t count, bool integers) {
   std::vector<std::vector<float>> inputs;
   for (int r = 0; r < ranks; ++r) inputs.push_back(input_of(r, count, integers));

@@ -3,7 +3,7 @@
 
 #include <array>
 
-#include "optireduce/engine/fill_agreement.hpp"
+#include "optireduce/engine/tar/fill_agreement.hpp"
 
 namespace optireduce {
 namespace {

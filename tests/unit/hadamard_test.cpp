@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "optireduce/engine/hadamard.hpp"
+#include "optireduce/hadamard/hadamard.hpp"
 
 namespace optireduce {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <array>
 
-#include "optireduce/engine/inbound.hpp"
+#include "optireduce/engine/tar/inbound.hpp"
 
 namespace optireduce {
 namespace {

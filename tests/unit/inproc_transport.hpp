@@ -11,8 +11,8 @@
 #include <mutex>
 #include <vector>
 
-#include "optireduce/engine/bootstrap.hpp"
-#include "optireduce/engine/engine.hpp"
+#include "optireduce/engine/engine/bootstrap.hpp"
+#include "optireduce/engine/engine/engine.hpp"
 #include "optireduce/transport.hpp"
 
 namespace optireduce::testing {

@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "optireduce/engine/all_gather.hpp"
+#include "optireduce/engine/tar/all_gather.hpp"
 
 namespace optireduce {
 namespace {

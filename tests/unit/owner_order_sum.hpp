@@ -1,12 +1,12 @@
 // The exact result as the engine computes it, for the tests that compare bitwise: each shard's
-// float sum in its owner's summation order (scatter_reduce.hpp).
+// float sum in its owner's summation order (tar/scatter_reduce.hpp).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "optireduce/engine/scatter_reduce.hpp"
-#include "optireduce/engine/shard_layout.hpp"
+#include "optireduce/engine/tar/scatter_reduce.hpp"
+#include "optireduce/engine/tar/shard_layout.hpp"
 
 namespace optireduce {
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "optireduce/engine/report.hpp"
+#include "optireduce/engine/report/report.hpp"
 
 namespace optireduce {
 namespace {

@@ -4,7 +4,7 @@
 #include <array>
 
 #include "optireduce/byte_order.hpp"
-#include "optireduce/engine/resend.hpp"
+#include "optireduce/engine/tar/resend.hpp"
 
 namespace optireduce {
 namespace {

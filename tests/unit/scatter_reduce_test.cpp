@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "optireduce/engine/scatter_reduce.hpp"
+#include "optireduce/engine/tar/scatter_reduce.hpp"
 
 namespace optireduce {
 namespace {

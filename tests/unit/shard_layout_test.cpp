@@ -2,8 +2,8 @@
 
 #include <map>
 
-#include "optireduce/engine/shard_layout.hpp"
-#include "optireduce/engine/tar_schedule.hpp"
+#include "optireduce/engine/tar/shard_layout.hpp"
+#include "optireduce/engine/tar/schedule.hpp"
 
 namespace optireduce {
 namespace {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "optireduce/engine/stats.hpp"
+#include "optireduce/engine/report/stats.hpp"
 
 namespace optireduce {
 namespace {

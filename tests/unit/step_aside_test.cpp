@@ -1,6 +1,6 @@
 // The step aside to the MPI's allreduce: which calls sample which path, and that the ranks agree
 // on each path's time on its slowest rank.
-#include "optireduce/engine/step_aside.hpp"
+#include "optireduce/engine/deadlines/step_aside.hpp"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 #include <array>
 #include <cstring>
 
-#include "optireduce/engine/wire_header.hpp"
+#include "optireduce/engine/tar/wire_header.hpp"
 
 namespace optireduce {
 namespace {

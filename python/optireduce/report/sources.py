@@ -1,8 +1,8 @@
 """Reading what a run left: an OPTIREDUCE_REPORT JSON file or an OPTIREDUCE_TRACE text file.
 
-Report (src/report.cpp): {"library", "version", "config": {...}, "ranks": [{per-rank figures}]}.
+Report (src/report/report.cpp): {"library", "version", "config": {...}, "ranks": [{per-rank figures}]}.
 Fields this version does not know are kept, so a newer report still reads.
-Trace (src/call_trace.cpp): one line per engine call per rank, appended by every rank and every
+Trace (src/report/trace.cpp): one line per engine call per rank, appended by every rank and every
 communicator to one file:
     rank sequence entries kind status deadline_scatter_us deadline_gather_us scatter_us
     gather_us latency_us dropped_entries filled_entries transformed

@@ -1,0 +1,99 @@
+// How a datagram call tells a stalled peer from a lossy path: heartbeats out, silences in, the
+// time stalls held the call, and the waits that hold a phase or the fill agreement for a stalled
+// peer (design.md, "Stalled ranks over datagrams").
+#include <algorithm>
+
+#include "optireduce/engine/clock_us.hpp"
+#include "optireduce/engine/call/tar_call.hpp"
+
+namespace optireduce {
+
+void TarCall::start_heartbeats() {
+  // Not in a probe: it times the datagram path within its budget, and a wait for a stalled peer
+  // would teach the calibration the stall.
+  if (stats_.kind != CallKind::bounded || probe_ || transport_.traits().reliable || s_.ranks < 2) return;
+  const double call_budget_us = std::max(budget_.us[0], budget_.us[1]);
+  heartbeat_ = us_duration(DeadlineController::heartbeat_us(call_budget_us));
+  silence_ = us_duration(DeadlineController::silence_us(call_budget_us));
+  stall_wait_ = us_duration(DeadlineController::stall_wait_us(call_budget_us));
+  last_ran_ = Clock::now();
+  next_beat_ = last_ran_ + heartbeat_;
+  // Every heartbeat of the call is the same header, in one slot.
+  encode(header_of(MessageKind::alive), EncodedHeader(beat_header_, WireHeader::kEncodedSize));
+}
+
+Status TarCall::poll_alive(Clock::time_point until, const std::function<void(const InboundMessage&)>& handler) {
+  note_running();
+  beat();
+  return transport_.poll(std::min(until, next_beat()), handler);
+}
+
+void TarCall::note_stall(Clock::time_point from, Clock::time_point to) {
+  // Counted once however many see it: this rank's own gap shows as every peer's silence too.
+  from = std::max(from, stall_counted_until_);
+  if (to <= from) return;
+  stalled_ += to - from;
+  stall_counted_until_ = to;
+}
+
+void TarCall::note_running() {
+  if (!beats()) return;
+  const auto now = Clock::now();
+  if (now - last_ran_ > silence_) note_stall(last_ran_, now);
+  last_ran_ = now;
+}
+
+void TarCall::beat() {
+  if (!beats()) return;
+  const auto now = Clock::now();
+  if (now < next_beat_) return;
+  next_beat_ = now + heartbeat_;
+  const EncodedHeader header(beat_header_, WireHeader::kEncodedSize);
+  for (int p = 0; p < s_.ranks; ++p) {
+    if (p == s_.rank || now - s_.posted_at[static_cast<std::size_t>(p)] < heartbeat_ / 2) continue;
+    // A heartbeat that cannot be sent now is no failure: the next pass tries again.
+    if (transport_.send(p, Lane::control, header, {}).ok()) s_.posted_at[static_cast<std::size_t>(p)] = now;
+  }
+}
+
+Clock::time_point TarCall::quiet_peers_until(Clock::time_point now) const {
+  auto until = Clock::time_point::min();
+  if (!beats()) return until;
+  for (int p = 0; p < s_.ranks; ++p) {
+    const auto i = static_cast<std::size_t>(p);
+    if (p == s_.rank || !s_.heard_from[i] || s_.done_from[i] || s_.fill.has_list(p)) continue;
+    const auto quiet = now - s_.heard_at[i];
+    // Quiet for longer than a stall is waited for: gone (its "done" lost) or lost with its data.
+    if (quiet > stall_wait_) continue;
+    // Stalled: looked at again a silence later (it resumes, or the stall wait ends).
+    if (quiet > silence_) until = std::max(until, std::min(now + silence_, s_.heard_at[i] + stall_wait_));
+    // Its heartbeats are overdue: stalled if it stays quiet until a silence is complete.
+    else if (quiet > kOverdueBeats * heartbeat_) until = std::max(until, s_.heard_at[i] + silence_);
+  }
+  return until;
+}
+
+void TarCall::note_alive(std::uint32_t source, Clock::time_point arrived) {
+  if (source >= s_.heard_at.size()) return;
+  auto& at = s_.heard_at[source];
+  if (s_.in_call && beats() && s_.heard_from[source] && arrived - at > silence_) note_stall(at, arrived);
+  at = std::max(at, arrived);
+}
+
+bool TarCall::wait_for_lists(Clock::time_point until) {
+  for (;;) {
+    const Status st = wait(until, [&] { return s_.fill.complete(s_.ranks); });
+    if (st.ok()) return true;
+    if (st.code() != StatusCode::timeout || !beats()) return false;
+    // A peer without a list that is stalled, or resumed from a stall, is waited for as in the phases.
+    const auto now = Clock::now();
+    auto later = quiet_peers_until(now);
+    if (later == Clock::time_point::min() && stalled_ > Clock::duration::zero())
+      later = peers_close_by(std::max(all_heard_at_, start_) + stalled_);
+    later = std::min(hard_deadline_, later);
+    if (later <= now) return false;
+    until = later;
+  }
+}
+
+}  // namespace optireduce

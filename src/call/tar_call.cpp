@@ -1,0 +1,431 @@
+#include "optireduce/engine/call/tar_call.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "optireduce/byte_order.hpp"
+#include "optireduce/engine/clock_us.hpp"
+#include "optireduce/engine/log.hpp"
+#include "optireduce/engine/tar/schedule.hpp"
+
+namespace optireduce {
+
+TarCall::TarCall(EngineState& state, TransportPath& path, const TarRequest& request, CallStats stats,
+                 Clock::time_point start)
+    : s_(state),
+      path_(path),
+      transport_(*path.transport),
+      request_(request),
+      probe_(request.probe),
+      stats_(std::move(stats)),
+      start_(start),
+      hard_deadline_(start + (stats_.kind == CallKind::bounded || request.probe ? state.options.timeout : state.options.watchdog)) {}
+
+Status TarCall::wait(Clock::time_point deadline, const std::function<bool()>& done) {
+  auto handler = [this](const InboundMessage& m) { handle(m); };
+  while (!done()) {
+    if (!s_.peer_failure.ok()) return s_.peer_failure;
+    if (Clock::now() >= deadline) return Timeout("no progress from the peers");
+    Status st = poll_alive(deadline, handler);
+    if (!st.ok() && st.code() != StatusCode::timeout) return st;
+  }
+  return {};
+}
+
+CallStats TarCall::run() {
+  if (injects_faults()) s_.faults.maybe_delay_entry();
+  s_.call_entered_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::system_clock::now().time_since_epoch()).count();
+  Status st;
+  StagingBuffer* staging = path_.staging.acquire(transport_, bounded(), s_.epoch, hard_deadline_,
+                                              [this](Clock::time_point d, const std::function<bool()>& done) { return wait(d, done); }, st);
+  if (!staging) return fail(st);
+  begin(*staging);
+  stage_input();
+  // The all-gather sends read the sums (sums()); where that is the staging buffer, the pass that
+  // completes a chunk writes the output too. In the Hadamard domain the own shard is encoded by a
+  // worker meanwhile: contributions wait in slots until the reduce.
+  s_.scatter.bind(own_source_, sums(), transformed_ || sums_in_output() ? nullptr : request_.output, !transformed_);
+  // Deadlines and phase times count from here: encoding is this rank's own work, not the
+  // network's, and calibration calls (which never encode) must measure the same thing.
+  const auto scatter_start = Clock::now();
+  replay_early();
+  if (!s_.peer_failure.ok()) return fail(s_.peer_failure);
+  budget_ = budget();
+  stats_.deadline_us = bounded() ? budget_.us : PhaseTimes{};
+  start_heartbeats();
+  if (st = run_scatter_reduce(scatter_start); !st.ok()) return fail(st);
+  const auto gather_start = Clock::now();
+  const auto gather_deadline = after_us(gather_start, budget_.us[1]);
+  if (st = run_all_gather(gather_start, gather_deadline); !st.ok()) return fail(st);
+  if (st = finish_sends(gather_deadline); !st.ok()) return fail(st);
+  release_caller_buffers();
+  teach_deadlines(scatter_start, gather_start);
+  if (!probe_) {
+    stats_.dropped_entries = s_.ledger.dropped();
+    stats_.filled_entries = s_.ledger.filled();
+    stats_.fill_hash = s_.ledger.fill_hash();
+  }
+  stats_.latency_us = us_since(start_);
+  return stats_;
+}
+
+void TarCall::replay_early() {
+  std::uint64_t stale = 0;
+  s_.early.replay(s_.epoch, [this](const WireHeader& h, std::span<const std::byte> payload) {
+    std::array<std::byte, WireHeader::kEncodedSize> bytes;
+    encode(h, bytes);
+    InboundMessage m;
+    m.source = static_cast<int>(h.source);
+    m.header = bytes;
+    m.payload = payload;
+    m.payload_size = payload.size();
+    m.arrived = Clock::now();
+    handle(m);
+  }, stale);
+  s_.rejects.stale += stale;
+}
+
+Status TarCall::run_scatter_reduce(Clock::time_point scatter_start) {
+  OR_RETURN_IF_ERROR(send_scatter());
+  reduce_ready();
+  OR_RETURN_IF_ERROR(run_phase(0, after_us(scatter_start, budget_.us[0]), [&] { return s_.scatter.complete(); },
+                               [&](int) { return s_.scatter.expects_data(); }));
+  if (!s_.scatter.complete()) {
+    if (!cuts_scatter_reduce()) return Timeout("the scatter-reduce did not complete");
+    scatter_closed_ = Clock::now();
+    stats_.cut = true;
+    for (std::uint32_t c : s_.scatter.open_chunks()) reduce(c);
+  }
+  stats_.phase_us[0] = us_since(scatter_start);
+  return {};
+}
+
+Status TarCall::run_all_gather(Clock::time_point gather_start, Clock::time_point gather_deadline) {
+  OR_RETURN_IF_ERROR(run_phase(1, gather_deadline, [&] { return s_.gather.complete(); },
+                               [&](int p) { return s_.layout.chunks_in_shard(p) > 0; }));
+  if (!s_.gather.complete() && !cuts_scatter_reduce()) return Timeout("the all-gather did not complete");
+  if (!s_.gather.complete()) stats_.cut = true;
+  // A call that may cut only its scatter-reduce lacks chunks only at its hard deadline: it fills
+  // them with the lists that came by then, which is what this rank knows.
+  if ((cuts_all_gather() || !s_.gather.complete()) && s_.ranks > 1 &&
+      (request_.exact_by_resends || (!probe_ && s_.options.agree_fill && s_.options.fill == FillPolicy::zero))) {
+    stats_.fill_agreed = agree_on_fill();
+    if (!stats_.fill_agreed && !probe_) ++s_.agreed.fill_agreement_incomplete;
+  }
+  if (request_.exact_by_resends && s_.ranks > 1) {
+    if (!s_.peer_failure.ok()) return s_.peer_failure;
+    if (!stats_.fill_agreed) return Timeout("no list of missing chunks told whether the calibration call was exact everywhere");
+    stats_.cut = !exact_everywhere();
+  }
+  serving_resends_ = false;
+  if (!s_.gather.complete()) s_.gather.fill_missing(gather_target(), s_.options.fill, scatter_source_, s_.ledger);
+  if (transformed_) s_.hadamard.finish();
+  stats_.phase_us[1] = us_since(gather_start);
+  return {};
+}
+
+void TarCall::begin(StagingBuffer& staging) {
+  ++s_.epoch;
+  s_.in_call = true;
+  staging_ = &staging;
+  const std::uint64_t count = request_.count;
+  const TransportTraits traits = transport_.traits();
+  const std::size_t fits = (traits.max_message_bytes - WireHeader::kEncodedSize) / sizeof(float);
+  const auto chunk_elems = static_cast<std::uint32_t>(std::max<std::size_t>(1, std::min<std::size_t>(s_.options.chunk_elems, fits)));
+  s_.layout = ShardLayout(count, s_.ranks, chunk_elems);
+  s_.largest_call_bytes = std::max<std::size_t>(s_.largest_call_bytes, count * sizeof(float));
+  last_slices_ = traits.ordered ? kLastSlicesInOrder : kLastSlicesDatagrams;
+  abandons_sends_ = traits.can_abandon_sends;
+  decide_cuts(traits.reliable);
+  s_.scatter.begin(s_.layout, s_.rank, last_slices_);
+  s_.gather.begin(s_.layout, s_.rank);
+  s_.ledger.begin(s_.layout);
+  s_.fill.begin(s_.layout, s_.ledger.total_chunks(), traits.max_message_bytes - WireHeader::kEncodedSize);
+  s_.stamps.reset(s_.ranks);
+  for (auto& l : s_.last_slices) l.begin(s_.ranks);
+  s_.done_from.assign(static_cast<std::size_t>(s_.ranks), 0);
+  s_.heard_from.assign(static_cast<std::size_t>(s_.ranks), 0);
+  s_.heard_from[static_cast<std::size_t>(s_.rank)] = 1;
+  unheard_ = s_.ranks - 1;
+  s_.heard_at.assign(static_cast<std::size_t>(s_.ranks), start_);
+  s_.posted_at.assign(static_cast<std::size_t>(s_.ranks), start_);
+  // One header slot per send of this call, sized up front: a transport reads a header until its
+  // send completes. Scatter: every chunk of every other shard once; all-gather: every own chunk
+  // to every peer; a "done" to every peer; the missing lists (FillAgreement::copies).
+  // Resends: every data send again once per round, and a request per round, phase and peer. A
+  // call made exact by resends: the lists it sends to say it has decided, to ask, and to answer.
+  const std::uint32_t own = s_.layout.chunks_in_shard(s_.rank);
+  // Resends only where data can be lost, and not where losing it is the point (fault injection).
+  s_.resends.begin(s_.ranks, traits.reliable || s_.options.faults.drop > 0 ? 0 : s_.options.resend_rounds);
+  const std::size_t data_sends = static_cast<std::size_t>(s_.ledger.total_chunks() - own) + std::size_t{own} * (s_.ranks - 1);
+  list_copies_ = FillAgreement::copies(traits.reliable);
+  const int list_sends = list_copies_ + (request_.exact_by_resends ? kDecidedCopies + 2 * kMostAsks : 0);
+  const std::size_t sends = data_sends + static_cast<std::size_t>(1 + list_sends * s_.fill.pieces_per_rank()) * (s_.ranks - 1) +
+                            s_.resends.rounds() * (data_sends + kTarPhases * (s_.ranks - 1)) + 1;
+  asks_ = 0;
+  answers_.assign(static_cast<std::size_t>(s_.ranks), 0);
+  StagingPool::prepare(staging, count, sends, s_.ranks);
+  beat_header_ = staging.next_header().data();
+  transformed_ = bounded() && !probe_ &&
+                 (s_.options.hadamard == HadamardMode::on ||
+                  (s_.options.hadamard == HadamardMode::automatic && s_.loss_budget.hadamard_active()));
+  stats_.transformed = transformed_;
+  stats_.transport = path_.name;
+}
+
+PhaseDeadlines TarCall::budget() const {
+  if (probe_) return *probe_;
+  if (bounded()) return s_.deadlines.bounded_budget(double(request_.count) * sizeof(float));
+  PhaseDeadlines unbounded;
+  unbounded.us.fill(std::chrono::duration<double, std::micro>(s_.options.watchdog).count());
+  return unbounded;
+}
+
+Status TarCall::send(int peer, MessageKind kind, const Extent& extent, std::uint16_t flags, const float* base) {
+  const auto* payload = extent.length ? reinterpret_cast<const std::byte*>(base + extent.offset) : nullptr;
+  const Lane lane = kind == MessageKind::scatter_chunk || kind == MessageKind::gather_chunk ? Lane::data : Lane::control;
+  return post(peer, lane, kind, flags, extent.offset, extent.length, {payload, extent.length * sizeof(float)});
+}
+
+WireHeader TarCall::header_of(MessageKind kind) const {
+  WireHeader h;
+  h.kind = kind;
+  h.source = static_cast<std::uint32_t>(s_.rank);
+  h.comm_id = s_.comm_id;
+  h.epoch = s_.epoch;
+  h.total = s_.layout.total();
+  return h;
+}
+
+Status TarCall::post(int peer, Lane lane, MessageKind kind, std::uint16_t flags, std::uint64_t offset, std::uint32_t length,
+                     std::span<const std::byte> payload) {
+  WireHeader h = header_of(kind);
+  h.flags = flags;
+  h.offset = offset;
+  h.length = length;
+  h.stamp_scatter = static_cast<float>(s_.my_estimate_us[0]);
+  h.stamp_gather = static_cast<float>(s_.my_estimate_us[1]);
+  EncodedHeader header = staging_->next_header();
+  encode(h, header);
+  Status st = transport_.send(peer, lane, header, payload);
+  if (st.ok() && lane == Lane::data) path_.staging.note_posted(peer);
+  if (beats()) {
+    // Sending is running. Only a control message leaves at once: data may wait in the
+    // transport's queue behind its flow window, so it does not stand in for a heartbeat.
+    last_ran_ = Clock::now();
+    if (lane == Lane::control) s_.posted_at[static_cast<std::size_t>(peer)] = last_ran_;
+  }
+  return st;
+}
+
+Status TarCall::send_scatter() {
+  auto handler = [this](const InboundMessage& m) { handle(m); };
+  Status st;
+  std::size_t sent = 0;
+  // Take in what arrived after each round of slices (one to every peer).
+  for_each_scatter_send(s_.layout, s_.rank, last_slices_, [&](const ScheduledSend& send_to) {
+    if (transformed_) s_.hadamard.await_encoded(send_to.peer);
+    const Extent e = s_.layout.chunk(send_to.peer, send_to.chunk);
+    stage_for_send(e);
+    st = send(send_to.peer, MessageKind::scatter_chunk, e, send_to.last_slice ? WireHeader::last_slice_flags(send_to.follow) : 0, scatter_source_);
+    if (st.ok() && ++sent % static_cast<std::size_t>(s_.ranks - 1) == 0) {
+      Status polled = transport_.poll(Clock::time_point::min(), handler);
+      if (!polled.ok() && polled.code() != StatusCode::timeout) st = polled;
+    }
+    return st.ok();
+  });
+  return st;
+}
+
+template <typename Complete, typename SendsToMe>
+Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, Complete&& complete, SendsToMe&& sends_to_me) {
+  auto phase_start = Clock::now();
+  // A phase that may not be cut has no deadline short of the hard one to wake up for.
+  const bool cuts = phase == 0 ? cuts_scatter_reduce() : cuts_all_gather();
+  auto deadline = cuts ? std::min(phase_deadline, hard_deadline_) : hard_deadline_;
+  bool grace_set = false;
+  bool entry_pending = false;  // held at the deadline for a peer that has not entered
+  const auto resend_wait = us_duration(DeadlineController::resend_wait_us(budget_.us[phase]));
+  const auto follow_wait = us_duration(DeadlineController::follow_wait_us(budget_.us[phase]));
+  auto handler = [this](const InboundMessage& m) { handle(m); };
+  const auto stalled_before = stalled_;
+  while (!complete()) {
+    if (entry_pending && unheard_ == 0) {
+      // The last peer entered the call: the phase's budget counts from then.
+      entry_pending = false;
+      if (all_heard_at_ > phase_start) {
+        phase_deadline = std::max(phase_deadline, after_us(all_heard_at_, budget_.us[phase]));
+        phase_start = all_heard_at_;
+      }
+      if (!grace_set) deadline = std::min(phase_deadline, hard_deadline_);
+    }
+    if (cuts && !grace_set && s_.last_slices[phase].all_in(s_.rank, sends_to_me)) {
+      // What is missing now is lost rather than in flight: asked for again (tar/resend.hpp), it is
+      // waited for a round trip per round; otherwise only a grace.
+      if (!asks_resends()) deadline = std::min(deadline, after_us(Clock::now(), DeadlineController::grace_us(budget_.us[phase])));
+      grace_set = true;
+    }
+    const bool resending = grace_set && asks_resends();
+    // Not before the last slices announced have had time to come: they are in flight, not lost.
+    const auto ask_from = resending ? s_.last_slices[phase].settled_at(s_.rank, sends_to_me, follow_wait) : Clock::time_point::min();
+    if (resending && Clock::now() >= ask_from && s_.resends.due(phase, Clock::now(), phase_deadline, resend_wait)) {
+      ask_for_missing(phase);
+      if (s_.resends.all_asked(phase)) deadline = std::min(deadline, s_.resends.gives_up_at(phase, resend_wait));
+    }
+    if (Clock::now() >= deadline) {
+      if (!cuts) break;
+      // What already arrived counts (a rank that was descheduled reads it only now).
+      if (drain_arrived(phase) && complete()) break;
+      // Until the last slices announced have had time to come, the senders' data still flows.
+      const bool settled = grace_set && Clock::now() >= s_.last_slices[phase].settled_at(s_.rank, sends_to_me, follow_wait);
+      // The phase may stretch by as long as a stall held a rank in it, too.
+      const auto later = keep_waiting_until(phase, phase_start + (stalled_ - stalled_before), settled);
+      if (later <= Clock::now()) break;
+      deadline = later;
+      if (later == hard_deadline_ && unheard_ > 0) entry_pending = waited_for_entry_ = true;
+    }
+    if (!s_.peer_failure.ok()) return s_.peer_failure;
+    const auto wake = resending ? std::min(deadline, std::max(ask_from, s_.resends.next_due(phase, resend_wait))) : deadline;
+    Status st = poll_alive(wake, handler);
+    if (!st.ok() && st.code() != StatusCode::timeout) return st;
+    if (phase == 0) reduce_ready();
+  }
+  return {};
+}
+
+bool TarCall::drain_arrived(std::size_t phase) {
+  auto handler = [this](const InboundMessage& m) { handle(m); };
+  bool any = false;
+  for (;;) {
+    const Status st = transport_.poll(Clock::time_point::min(), handler);
+    if (!st.ok()) return any;
+    any = true;
+    if (phase == 0) reduce_ready();
+  }
+}
+
+Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_point stretch_from, bool last_slices_in) const {
+  const double budget = budget_.us[phase];
+  // Deadlines bound the network's tail, not a stalled process's: what a peer that stopped
+  // sending even its heartbeats owes is late, not lost.
+  if (const auto quiet = quiet_peers_until(Clock::now()); quiet != Clock::time_point::min()) return std::min(hard_deadline_, quiet);
+  // A call that would lose more than the loss budget is not a result: what is missing but late,
+  // not lost, is waited for as an exact call does. Each rank holds its own loss to a share of the
+  // budget: the fill agreement makes every rank's missing chunks everybody's, so the call loses
+  // at most the budget.
+  if (const auto late_until = missing_late_until(); late_until != Clock::time_point::min() && over_budget_share(loss_if_closed(phase)))
+    return late_until;
+  // While data still comes, the network is delivering: wait until it has been quiet a while
+  // (once every sender's last slices are in, only a grace: the rest is in flight or lost).
+  const double gap = last_slices_in ? DeadlineController::grace_us(budget) : DeadlineController::quiet_gap_us(budget);
+  const auto quiet_until = after_us(last_arrival_, gap);
+  return std::min({quiet_until, after_us(stretch_from, DeadlineController::stretch_limit_us(budget)), hard_deadline_});
+}
+
+double TarCall::loss_if_closed(std::size_t phase) const {
+  const std::uint64_t missing = phase == 0 ? s_.scatter.open_entries() : s_.gather.missing_entries();
+  return request_.count ? double(s_.ledger.dropped() + missing) / double(request_.count) : 0.0;
+}
+
+bool TarCall::over_budget_share(double loss) const {
+  return s_.options.loss_budget < 1 && loss > s_.options.loss_budget / s_.ranks;
+}
+
+Clock::time_point TarCall::missing_late_until() const {
+  // Not when faults are injected (a discarded chunk never comes), nor in a probe (it times the
+  // datagram path within its budget); a calibration call made exact by resends waits for a late
+  // entry as a bounded call does, since what it lacks is asked for again only once it came.
+  if ((probe_ && !request_.exact_by_resends) || s_.options.faults.drop > 0) return Clock::time_point::min();
+  if (transport_.traits().reliable || unheard_ > 0) return hard_deadline_;
+  // A peer that entered late, or resumed after a stall, first works through what queued for it
+  // meanwhile: what it sends then is late too, for as long as its phases may stretch from then.
+  if (!waited_for_entry_ && stalled_ == Clock::duration::zero()) return Clock::time_point::min();
+  return peers_close_by((waited_for_entry_ ? all_heard_at_ : start_) + stalled_);
+}
+
+Clock::time_point TarCall::peers_close_by(Clock::time_point last_entry) const {
+  return std::min(hard_deadline_, after_us(last_entry, DeadlineController::stretch_limit_us(budget_.us[0]) +
+                                                           DeadlineController::stretch_limit_us(budget_.us[1])));
+}
+
+void TarCall::reduce_ready() {
+  while (auto c = s_.scatter.next_ready()) reduce(*c);
+}
+
+void TarCall::reduce(std::uint32_t chunk) {
+  if (transformed_) s_.hadamard.await_encoded(s_.rank);
+  const ReducedChunk r = s_.scatter.reduce(chunk);
+  if (r.partial) s_.ledger.drop(s_.ledger.global_chunk(s_.rank, chunk), r.extent.length);
+  if (transformed_ && s_.scatter.complete()) s_.hadamard.shard_final(s_.rank);
+  std::uint16_t flags = r.last ? WireHeader::last_slice_flags(r.follow) : 0;
+  if (r.partial) flags |= WireHeader::kFlagPartial;
+  const float* reduced = sums();
+  for (int k = 1; k < s_.ranks; ++k) {
+    const int peer = rotation_peer(s_.rank, s_.ranks, k);
+    if (!send(peer, MessageKind::gather_chunk, r.extent, flags, reduced).ok()) OR_LOG(warn, "all-gather send to rank %d failed", peer);
+  }
+}
+
+bool TarCall::peers_served() const {
+  for (int p = 0; p < s_.ranks; ++p)
+    if (p != s_.rank && !s_.done_from[p] && transport_.sends_in_flight(p) != 0) return false;
+  return true;
+}
+
+Status TarCall::finish_sends(Clock::time_point gather_deadline) {
+  // Tell the peers we have what we need, and keep driving our own queued sends until each peer
+  // has them (a shared-memory FIFO only moves while its sender progresses). A bounded call whose
+  // peers may cut their all-gathers stops at its deadline whatever is still queued; where they
+  // may not, they wait for what is queued here, so this rank serves them as an exact call does.
+  // A list of missing chunks already said so (a peer's all-gather takes nothing after it).
+  Status st;
+  if (!sent_list_)
+    for (int k = 1; k < s_.ranks && st.ok(); ++k)
+      st = send(rotation_peer(s_.rank, s_.ranks, k), MessageKind::peer_done, {0, 0}, WireHeader::kFlagLastSlice, nullptr);
+  if (st.ok()) {
+    st = wait(cuts_all_gather() ? std::min(gather_deadline, hard_deadline_) : hard_deadline_, [&] { return peers_served(); });
+    if (cuts_all_gather() && st.code() == StatusCode::timeout) st = {};
+  }
+  s_.in_call = false;
+  s_.note_closed(s_.epoch, Clock::now());
+  if (st.ok()) path_.staging.seal(*staging_);
+  return st;
+}
+
+void TarCall::teach_deadlines(Clock::time_point scatter_start, Clock::time_point gather_start) {
+  // A wait for a peer that had not entered is not the network's time: the scatter-reduce is
+  // timed from that peer's arrival.
+  const auto scatter_from = waited_for_entry_ ? std::max(scatter_start, all_heard_at_) : scatter_start;
+  const double scatter_us = stats_.phase_us[0] - std::chrono::duration<double, std::micro>(scatter_from - scatter_start).count();
+  const PhaseTimes needed{
+      DeadlineController::needed_us(scatter_us, s_.scatter.received_fraction(), scatter_from, s_.scatter.last_arrival()),
+      DeadlineController::needed_us(stats_.phase_us[1], s_.gather.received_fraction(), gather_start, s_.gather.last_arrival())};
+  // The peers stamped this call's messages with their estimates of the call before it (the same
+  // call on every rank), which may be of another size or class.
+  const std::uint64_t described = s_.my_estimate_bytes;
+  // A bounded call that waited out a stall measured the stall, not the network: it keeps the
+  // estimate it had (probes never count stalls).
+  if (stalled_ == Clock::duration::zero()) {
+    s_.my_estimate_us = needed;
+    s_.my_estimate_bytes = request_.count * sizeof(float);
+  }
+  auto learn_stamps = [&] {
+    if (described) s_.deadlines.record_estimate(s_.stamps.medians(), double(described));
+  };
+  if (probe_) {
+    // What a run of the datagram path teaches the calibration, the engine decides from `needed`
+    // (Engine::teach_calibration): a calibration call made exact by resends teaches only once the
+    // ranks agreed whether it was.
+    learn_stamps();
+    return;
+  }
+  if (!request_.teaches) return;
+  if (stats_.kind == CallKind::calibration || stats_.kind == CallKind::fallback)
+    s_.record_calibration(stats_.phase_us, request_.count * sizeof(float));
+  // Fallback calls run exactly but keep teaching the deadlines, so they are right when bounded
+  // calls resume.
+  if (bounded() || stats_.kind == CallKind::fallback) learn_stamps();
+}
+
+}  // namespace optireduce

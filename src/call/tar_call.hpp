@@ -1,0 +1,214 @@
+// One Transpose AllReduce over a transport: scatter-reduce, then all-gather, each phase under
+// its deadline when the call is bounded, and (bounded calls) the end-of-call fill agreement.
+// Constructed per call on the stack; everything it keeps between calls is in EngineState.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "optireduce/engine/engine/state.hpp"
+#include "optireduce/engine/tar/inbound.hpp"
+#include "optireduce/engine/engine/transport_path.hpp"
+
+namespace optireduce {
+
+struct TarRequest {
+  const float* input = nullptr;
+  float* output = nullptr;
+  std::uint64_t count = 0;
+  unsigned size_class = 0;
+  // A timing run of the datagram path on the data of an exact call (whose result came from the
+  // bootstrap), within this budget: it teaches the deadlines and returns nothing to the caller.
+  const PhaseDeadlines* probe = nullptr;
+  // Whether an exact call's phase times teach the deadlines (calibration, fallback): not when
+  // bounded calls run over another transport, which a probe then times instead.
+  bool teaches = true;
+  // A probe that is a calibration call made exact by resends (Engine::calibrate_over_datagrams):
+  // its ranks stay in the call, answering resends, until the lists of missing chunks tell whether
+  // it was exact everywhere (call/exactness.cpp); its `cut` then says whether any rank's
+  // result lacks data, the same on every rank.
+  bool exact_by_resends = false;
+};
+
+class TarCall {
+ public:
+  TarCall(EngineState& state, TransportPath& path, const TarRequest& request, CallStats stats, Clock::time_point start);
+  CallStats run();
+
+  // Handles one arrived message (also while the call waits for a staging buffer, before it began).
+  void handle(const InboundMessage& message);
+
+ private:
+  bool bounded() const { return stats_.kind == CallKind::bounded || probe_; }
+  bool injects_faults() const { return stats_.kind == CallKind::bounded && !probe_; }
+  // What a call may close with data missing before its hard deadline (the same answer on every
+  // rank: decide_cuts in call/fill.cpp). A bounded call that may cut neither phase runs as an
+  // exact call does: the caller's buffers in place, no staging, and no fill agreement.
+  bool cuts_scatter_reduce() const { return cuts_scatter_; }
+  bool cuts_all_gather() const { return cuts_gather_; }
+  void decide_cuts(bool reliable_transport);
+  Status wait(Clock::time_point deadline, const std::function<bool()>& done);
+
+  void begin(StagingBuffer& staging);
+  void stage_input();
+  // A call that may cut, over a transport that cannot abandon its sends: its scatter sends read a
+  // copy of each chunk, made just before the send (stage_for_send).
+  bool stages_each_send() const { return cuts_scatter_reduce() && !transformed_ && !abandons_sends_; }
+  void stage_for_send(const Extent& chunk);
+  // Where the reduce writes its sums, which the all-gather sends (and resends) read: the output,
+  // unless a send may outlive the call there (a call that may cut, over a transport that cannot
+  // drop its queued sends) or the sums are in the Hadamard domain; then the staging buffer.
+  bool sums_in_output() const { return !transformed_ && (!cuts_scatter_reduce() || abandons_sends_); }
+  float* sums() const { return sums_in_output() ? request_.output : staging_->data.data(); }
+  // Whether a send to some peer still references its buffers.
+  bool any_send_in_flight() const {
+    for (int p = 0; p < s_.ranks; ++p)
+      if (p != s_.rank && transport_.sends_in_flight(p) != 0) return true;
+    return false;
+  }
+  void replay_early();
+  Status run_scatter_reduce(Clock::time_point scatter_start);
+  Status run_all_gather(Clock::time_point gather_start, Clock::time_point gather_deadline);
+  PhaseDeadlines budget() const;
+  Status send_scatter();
+  Status send(int peer, MessageKind kind, const Extent& extent, std::uint16_t flags, const float* base);
+  // A header of this call from this rank (no extent, flags or stamps yet).
+  WireHeader header_of(MessageKind kind) const;
+  // Any message of this call with this rank's stamps: encoded into the next header slot, sent.
+  Status post(int peer, Lane lane, MessageKind kind, std::uint16_t flags, std::uint64_t offset, std::uint32_t length,
+              std::span<const std::byte> payload);
+  // Runs one phase until `complete`, its deadline, or (once every sender's last slice is in) a
+  // short grace fixed at that moment.
+  template <typename Complete, typename SendsToMe>
+  Status run_phase(std::size_t phase, Clock::time_point phase_deadline, Complete&& complete, SendsToMe&& sends_to_me);
+  // Hands everything the transport already holds to the call; true when anything came.
+  bool drain_arrived(std::size_t phase);
+  // At a phase's deadline: until when it keeps waiting (now or earlier: it closes). The phase
+  // stretches at most stretch_limit past `stretch_from`.
+  Clock::time_point keep_waiting_until(std::size_t phase, Clock::time_point stretch_from, bool last_slices_in) const;
+  void reduce_ready();
+  void reduce(std::uint32_t chunk);
+  void on_scatter_chunk(const Inbound& in, const InboundMessage& message);
+  void on_gather_chunk(const Inbound& in, const InboundMessage& message);
+  void on_missing_list(const Inbound& in, const InboundMessage& message);
+  // Resends (tar/resend.hpp): this call asks for what its phases lost, over a transport that loses
+  // data (not in fault injection: a discarded chunk is meant never to come); it answers while
+  // what it would send again is still as it was sent.
+  // (Both decided once per call: Resends::begin gets no rounds otherwise.)
+  bool asks_resends() const { return bounded() && s_.resends.rounds() > 0; }
+  bool serves_resends() const { return asks_resends() && serving_resends_; }
+  void ask_for_missing(std::size_t phase);
+  void on_resend_request(const Inbound& in, const InboundMessage& message);
+  // Bounded calls: the ranks agree on the chunks every rank fills (tar/fill_agreement.hpp).
+  bool agree_on_fill();
+  // Waits for every peer's list until `until`, longer for a peer that stalled; true when all came.
+  bool wait_for_lists(Clock::time_point until);
+  // This rank's list (with `flags`) to a peer; `copies` of it to every peer.
+  void send_list(int peer, std::uint16_t flags);
+  void send_list_to_all(int copies, std::uint16_t flags);
+  // Calls made exact by resends (call/exactness.cpp): whether the lists that came decide if
+  // the call was exact everywhere, and the answer once they do; the wait for that, and for every
+  // peer to know it too.
+  bool exactness_known() const;
+  bool exact_everywhere() const;
+  bool decide_exactness();
+  static constexpr int kDecidedCopies = 3;
+  // Rounds of asking, and answers to one peer, per call at most (each a list sent to a peer).
+  static constexpr int kMostAsks = 32;
+  void log_incomplete_fill(Clock::time_point waited_from) const;
+  Status finish_sends(Clock::time_point phase_deadline);
+  void teach_deadlines(Clock::time_point scatter_start, Clock::time_point gather_start);
+  CallStats fail(Status status);
+  // What this rank still waits for from each peer, for the failure agreement.
+  void record_failure_view();
+  void notify_failure(const std::vector<int>& ranks);
+  void on_call_failed(const Inbound& in, const InboundMessage& message);
+  // At the call's end: no send may read the caller's input or output after it returns.
+  void release_caller_buffers();
+  // How long release_caller_buffers waits for sends a transport has handed on but not completed (they
+  // complete without the peer: a provider's own queue).
+  static constexpr double kReleaseWaitUs = 100e3;
+  float* gather_target() const { return transformed_ ? staging_->data.data() : request_.output; }
+  bool peers_served() const;
+  // The first message of this call from a peer: it has entered the call.
+  void note_heard(std::uint32_t source, Clock::time_point arrived);
+  // Until when what a phase still lacks is late rather than lost (min() when it may be lost):
+  // over a transport that delivers everything, or while a peer nothing of this call came from
+  // has not entered it yet (a checkpoint, an evaluation, a descheduled process), the hard cap;
+  // after a late entry, as long as that peer's phases may stretch. Then a phase that would lose
+  // more than this rank's share of the loss budget waits; a phase held for a peer's entry counts
+  // its deadline from that arrival.
+  Clock::time_point missing_late_until() const;
+  // When every peer's phases have closed at the latest, from the last peer's entry.
+  Clock::time_point peers_close_by(Clock::time_point last_entry) const;
+  // Datagram calls: a peer stalled (descheduled, stopped) sends nothing, not even heartbeats; one
+  // behind a lossy path still gets some through. A stalled peer's data is late, not lost.
+  bool beats() const { return heartbeat_ != Clock::duration::zero(); }
+  // Sends a heartbeat to each peer this rank has sent no control message for a while, when one is due.
+  void beat();
+  // Once per bounded datagram call, after its budget is known: heartbeats, silence, stall wait.
+  void start_heartbeats();
+  // A wait's poll: counts a gap in this rank's own waits as a stall, sends the heartbeats due,
+  // and wakes for the next ones.
+  Status poll_alive(Clock::time_point until, const std::function<void(const InboundMessage&)>& handler);
+  // The next heartbeat pass (max() when this call sends none).
+  Clock::time_point next_beat() const { return beats() ? next_beat_ : Clock::time_point::max(); }
+  // This rank's waits wake at least every heartbeat: a longer gap between two of them was a
+  // stall of this rank (descheduled, stopped), which its phases may stretch by, as by a peer's.
+  void note_running();
+  void note_stall(Clock::time_point from, Clock::time_point to);
+  // Any message from a peer: it runs. One that was silent past silence_ was stalled until now.
+  void note_alive(std::uint32_t source, Clock::time_point arrived);
+  // Until when a peer still in this call (entered, no list or "done" from it yet) is waited for
+  // because nothing came from it lately: a silence later when it is stalled (quiet for
+  // silence_, but not yet for stall_wait_), when its silence would be complete when its
+  // heartbeats are overdue; min() when every such peer was heard lately.
+  Clock::time_point quiet_peers_until(Clock::time_point now) const;
+  static constexpr int kOverdueBeats = 2;
+  // Going on now would lose more than this rank's share of the loss budget (a call that loses
+  // more than the budget is not a result).
+  bool over_budget_share(double loss) const;
+  // The share of the call's entries lost if the phase closed now.
+  double loss_if_closed(std::size_t phase) const;
+
+  EngineState& s_;
+  TransportPath& path_;
+  Transport& transport_;
+  const TarRequest request_;
+  const PhaseDeadlines* probe_;
+  CallStats stats_;
+  const Clock::time_point start_;
+  const Clock::time_point hard_deadline_;
+  StagingBuffer* staging_ = nullptr;
+  const float* scatter_source_ = nullptr;  // the caller's input, or a staged copy of it
+  const float* own_source_ = nullptr;      // where the reduce reads this rank's own shard
+  bool transformed_ = false;
+  std::uint32_t last_slices_ = 1;
+  bool abandons_sends_ = false;  // the transport's can_abandon_sends, read once per call
+  bool cuts_scatter_ = false, cuts_gather_ = false;  // decide_cuts
+  PhaseDeadlines budget_;
+  Clock::time_point scatter_closed_{};
+  Clock::time_point last_arrival_ = Clock::now();  // of any chunk of this call
+  int unheard_ = 0;                     // peers nothing of this call came from yet
+  Clock::time_point all_heard_at_{};    // when the last of them entered
+  bool waited_for_entry_ = false;       // a phase was held for a peer that had not entered
+  Clock::duration heartbeat_{};         // zero: no heartbeats (a transport that loses nothing)
+  Clock::duration silence_{};
+  Clock::duration stall_wait_{};
+  Clock::time_point next_beat_{};
+  Clock::time_point last_ran_{};        // this rank's last pass through a wait
+  std::byte* beat_header_ = nullptr;    // the staging header slot every heartbeat of the call sends
+  // How long stalls (a peer silent past silence_, or a gap in this rank's own waits) held this
+  // call, each moment counted once: phases may stretch by as much.
+  Clock::duration stalled_{};
+  Clock::time_point stall_counted_until_{};
+  // Until the fill agreement may change the staged data (or the call ends without one).
+  bool serving_resends_ = true;
+  // This rank sent its list of missing chunks: to its peers that says it is done, too.
+  bool sent_list_ = false;
+  int list_copies_ = 1;  // FillAgreement::copies for this call's transport
+  int asks_ = 0;                    // rounds of asking so far
+  std::vector<int> answers_;        // per peer: answers sent
+};
+
+}  // namespace optireduce

@@ -1,0 +1,281 @@
+#include "optireduce/engine/engine/engine.hpp"
+
+#include <climits>
+#include <cstring>
+#include <random>
+
+#include "optireduce/byte_order.hpp"
+#include "optireduce/engine/clock_us.hpp"
+#include "optireduce/engine/log.hpp"
+#include "optireduce/engine/tar/schedule.hpp"
+#include "optireduce/engine/engine/transport_loader.hpp"
+
+namespace optireduce {
+
+const char* to_string(TransportKind kind) {
+  switch (kind) {
+    case TransportKind::automatic: return "auto";
+    case TransportKind::ucx: return "ucx";
+    case TransportKind::udp: return "udp";
+    case TransportKind::ofi: return "ofi";
+  }
+  return "?";
+}
+
+Engine::Engine(int rank, int ranks, std::uint64_t comm_id, Paths paths, std::unique_ptr<Bootstrap> bootstrap,
+               const EngineOptions& options)
+    : state_(rank, ranks, comm_id, options, std::move(bootstrap)), paths_(std::move(paths)) {}
+
+Engine::~Engine() = default;
+
+TransportCounters Engine::transport_counters() const {
+  TransportCounters sum;
+  for (const auto* path : {paths_.exact.get(), paths_.bounded.get()}) {
+    if (!path) continue;
+    sum += path->transport->counters();
+  }
+  return sum;
+}
+
+std::string Engine::transport_description() const {
+  if (!paths_.exact) return paths_.bounded->transport->describe();
+  if (!paths_.bounded) return paths_.exact->transport->describe();
+  return "exact: " + paths_.exact->transport->describe() + "; bounded: " + paths_.bounded->transport->describe();
+}
+
+std::size_t Engine::buffer_bytes() const {
+  std::size_t staged = 0;
+  for (const auto* path : {paths_.exact.get(), paths_.bounded.get()})
+    if (path) staged += path->staging.bytes();
+  return staged + state_.scatter.buffer_bytes() +
+         state_.probe_output.capacity() * sizeof(float);
+}
+
+CallKind Engine::choose_kind(unsigned cls) const {
+  // Every input here is the same on every rank: the options, the call sequence, the number of
+  // calibration calls per size class, and what the agreement rounds decided.
+  if (state_.deadlines.calibrating(cls)) return CallKind::calibration;
+  if (state_.loss_budget.exact_until(state_.calls + 1)) return CallKind::fallback;
+  return CallKind::bounded;
+}
+
+CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t count, bool allow_bounded) {
+  const auto start = Clock::now();
+  CallStats stats;
+  stats.entries = count;
+  if (broken_) {
+    stats.status = PeerError("an earlier call on this communicator failed");
+    return stats;
+  }
+  const unsigned cls = size_class(count * sizeof(float));
+  // Over shared memory nothing is lost to a network: a bounded communicator's calls run exactly
+  // there, over the faster of the engine and the MPI.
+  stats.kind = allow_bounded && !step_aside_.eligible() ? choose_kind(cls) : CallKind::exact;
+  stats.sequence = ++state_.calls;
+  // The path of the call, in one place: the job's MPI where it measured faster (one host, shared
+  // memory: deadlines/step_aside.hpp), and while that is measured; bounded calls over the bounded
+  // transport; exact ones over the exact transport (then, while calibrating or after a fallback,
+  // a probe of the bounded transport when it is another one), or over the bootstrap when there
+  // is none.
+  const StepAside::Path aside = step_aside_.next(cls);
+  if (aside == StepAside::Path::mpi) stats.kind = CallKind::mpi;
+  if (aside == StepAside::Path::mpi || aside == StepAside::Path::mpi_sample) {
+    stats = exact_over_bootstrap(input, output, count, std::move(stats), start);
+  } else if (stats.kind == CallKind::bounded) {
+    stats = run_tar(*bounded_path(), {input, output, count, cls, nullptr}, std::move(stats), start);
+  } else if (stats.kind == CallKind::calibration && calibrates_over_datagrams()) {
+    stats = calibrate_over_datagrams(input, output, count, std::move(stats), cls, start);
+  } else if (paths_.exact) {
+    const bool probe_after = stats.kind != CallKind::exact && paths_.bounded != nullptr;
+    stats = run_tar(*paths_.exact, {input, output, count, cls, nullptr, !probe_after}, std::move(stats), start);
+    if (stats.ok() && probe_after) stats = probe(output, count, std::move(stats), cls, stats.latency_us);
+  } else {
+    stats = exact_over_bootstrap(input, output, count, std::move(stats), start);
+    if (stats.ok() && stats.kind != CallKind::exact) stats = probe(output, count, std::move(stats), cls, stats.latency_us);
+  }
+  if (!stats.ok() && stats.transport != "mpi") stats.status = agree_on_failure(stats.status);
+  if (stats.ok()) step_aside_.record(cls, aside, stats.latency_us, *state_.bootstrap);
+  if (stats.kind == CallKind::bounded && stats.ok())
+    state_.loss_budget.after_bounded_call(stats, state_.calls, *state_.bootstrap, state_.agreed);
+  state_.agreed.injected_drops = state_.faults.injected_drops();
+  state_.agreed.resend_requests = state_.resends.requests_sent;
+  state_.agreed.resend_chunks_asked = state_.resends.chunks_asked;
+  state_.agreed.resent_chunks = state_.resends.chunks_resent;
+  if (!stats.ok()) broken_ = true;
+  state_.last_call = stats;
+  return stats;
+}
+
+Status Engine::agree_on_failure(const Status& mine) {
+  using FailureView = EngineState::FailureView;
+  // Blob: [when this rank entered the call, ns][what it waited for from each rank].
+  const auto ranks = static_cast<std::size_t>(state_.ranks);
+  std::vector<std::byte> blob(8 + ranks, std::byte{0});
+  put_le<std::int64_t>(blob.data(), state_.call_entered_ns);
+  for (std::size_t p = 0; p < state_.failure_view.size() && p < ranks; ++p) blob[8 + p] = static_cast<std::byte>(state_.failure_view[p]);
+  const auto views = state_.bootstrap->allgather(blob);
+  const std::int64_t watchdog_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(state_.options.watchdog).count();
+  std::int64_t first = INT64_MAX;
+  for (const auto& v : views)
+    if (v.size() == blob.size()) first = std::min(first, get_le<std::int64_t>(v.data()));
+  // The ranks that were not there when the first rank's watchdog ran out; else those some rank
+  // waited for to start; else those it waited for to finish.
+  std::string names[3];
+  for (std::size_t p = 0; p < ranks && p < views.size(); ++p) {
+    if (views[p].size() == blob.size() && get_le<std::int64_t>(views[p].data()) > first + watchdog_ns)
+      names[0] += (names[0].empty() ? "" : ", ") + std::to_string(p);
+    bool never = false, unfinished = false;
+    for (const auto& v : views) {
+      if (v.size() != blob.size()) continue;
+      never = never || v[8 + p] == static_cast<std::byte>(FailureView::never_started);
+      unfinished = unfinished || v[8 + p] == static_cast<std::byte>(FailureView::did_not_finish);
+    }
+    if (never) names[1] += (names[1].empty() ? "" : ", ") + std::to_string(p);
+    if (unfinished) names[2] += (names[2].empty() ? "" : ", ") + std::to_string(p);
+  }
+  const std::string& silent = !names[0].empty() ? names[0] : !names[1].empty() ? names[1] : names[2];
+  if (silent.empty()) return mine;
+  const auto watchdog = std::to_string(state_.options.watchdog.count());
+  return Timeout("ranks " + silent + " did not answer within " + watchdog + " ms (OPTIREDUCE_WATCHDOG_MS=" + watchdog + ")");
+}
+
+CallStats Engine::run_tar(TransportPath& path, const TarRequest& request, CallStats stats, Clock::time_point start) {
+  TarCall call(state_, path, request, std::move(stats), start);
+  return call.run();
+}
+
+void Engine::drain_bounded_sends() {
+  // Datagrams of an earlier call still queued here would sit unsent while this rank blocks in
+  // the job's MPI, and a peer waiting for them would wait out its deadline: push them out first,
+  // for a short while at most. What arrives meanwhile is filed as a call that has not begun.
+  TransportPath& path = *bounded_path();
+  Transport& transport = *path.transport;
+  auto drained = [&] {
+    for (int p = 0; p < state_.ranks; ++p)
+      if (p != state_.rank && transport.sends_in_flight(p) != 0) return false;
+    return true;
+  };
+  if (drained()) return;  // the common case, and a call that steps aside pays nothing here
+  TarCall idle(state_, path, {}, {}, Clock::now());
+  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double, std::micro>(DeadlineController::drain_before_exact_us()));
+  auto handler = [&](const InboundMessage& m) { idle.handle(m); };
+  while (!drained() && Clock::now() < until) (void)transport.poll(until, handler);
+  transport.abandon_queued_sends();
+}
+
+CallStats Engine::exact_over_bootstrap(const float* input, float* output, std::uint64_t count, CallStats stats,
+                                       Clock::time_point start) {
+  drain_bounded_sends();
+  stats.transport = "mpi";
+  if (!state_.bootstrap->allreduce_sum(input, output, count)) {
+    stats.status = PeerError("the exact allreduce over the job's MPI failed");
+    stats.latency_us = us_since(start);
+    return stats;
+  }
+  stats.latency_us = us_since(start);
+  stats.phase_us = {stats.latency_us, 0.0};
+  return stats;
+}
+
+CallStats Engine::probe(const float* input, std::uint64_t count, CallStats stats, unsigned cls, double exact_us) {
+  // The result is exact already. Now time the bounded transport on the same data, so that
+  // bounded calls get the deadlines of the network they will run on, not those of the exact path.
+  state_.deadlines.note_exact_call(cls, exact_us);
+  PhaseDeadlines budget;
+  budget.us.fill(state_.deadlines.probe_budget_us(cls));
+  const CallStats probed = run_tar(*bounded_path(), {input, probe_buffer(count), count, cls, &budget}, stats, Clock::now());
+  if (!probed.ok()) stats.status = probed.status;
+  else teach_calibration(cls, count, state_.my_estimate_us, probed);
+  stats.latency_us += probed.latency_us;
+  return stats;
+}
+
+float* Engine::probe_buffer(std::uint64_t count) {
+  if (state_.probe_output.size() < count) state_.probe_output.resize(count);
+  return state_.probe_output.data();
+}
+
+bool Engine::calibrates_over_datagrams() const {
+  // Over a bounded transport of its own that asks again for what it lost. The same answer on
+  // every rank.
+  return paths_.bounded != nullptr && state_.options.resend_rounds > 0 && !paths_.bounded->transport->traits().reliable;
+}
+
+CallStats Engine::calibrate_over_datagrams(const float* input, float* output, std::uint64_t count, CallStats stats,
+                                           unsigned cls, Clock::time_point start) {
+  // One run of the path bounded calls take, timed as a probe is; where every rank got everything
+  // (lost datagrams asked for again) its result is exact and the call is done. Otherwise the call
+  // runs again over the exact path, which over a lossy network waits out the retransmissions a
+  // datagram path avoids. In place, the run writes elsewhere: the exact run needs the input.
+  float* target = input == output ? probe_buffer(count) : output;
+  PhaseDeadlines budget;
+  budget.us.fill(state_.deadlines.probe_budget_us(cls));
+  CallStats timed = run_tar(*bounded_path(), {input, target, count, cls, &budget, true, true}, stats, start);
+  if (!timed.ok()) return timed;
+  // What it needed per phase (TarCall::teach_deadlines; a rerun overwrites it).
+  const PhaseTimes needed = state_.my_estimate_us;
+  const CallStats run = timed;
+  // Exact only where it is exact everywhere, which the run's ranks decided alike from their lists
+  // of missing chunks (call/exactness.cpp): not over the job's MPI, which on a lossy network
+  // rides the same lossy path over TCP.
+  if (!timed.cut) {
+    if (target != output) std::memcpy(output, target, count * sizeof(float));
+    timed.latency_us = us_since(start);
+    timed.deadline_us = {};  // the run's budget bounded its wait, not its result
+    state_.deadlines.note_exact_call(cls, timed.latency_us);
+    teach_calibration(cls, count, needed, run);
+    return timed;
+  }
+  ++state_.agreed.calibration_reruns;
+  drain_bounded_sends();  // what peers may still wait for goes out before this rank blocks
+  const auto rerun_from = Clock::now();
+  stats = paths_.exact ? run_tar(*paths_.exact, {input, output, count, cls, nullptr, false}, std::move(stats), start)
+                       : exact_over_bootstrap(input, output, count, std::move(stats), start);
+  if (!stats.ok()) return stats;
+  // The run teaches no more than a probe beside this exact call could have taken.
+  state_.deadlines.note_exact_call(cls, us_since(rerun_from));
+  teach_calibration(cls, count, needed, run, state_.deadlines.probe_budget_us(cls));
+  return stats;
+}
+
+void Engine::teach_calibration(unsigned cls, std::uint64_t count, const PhaseTimes& needed, const CallStats& run, double most_us) {
+  // A run's phase times are its budget when anything was lost (probe_estimate_us).
+  PhaseTimes taught;
+  for (std::size_t p = 0; p < kTarPhases; ++p)
+    taught[p] = std::min(DeadlineController::probe_estimate_us(needed[p], run.phase_us[p]), most_us);
+  state_.record_calibration(taught, count * sizeof(float));
+  if (run.kind == CallKind::calibration) learn_pace(cls, count, run.latency_us);
+}
+
+void Engine::learn_pace(unsigned cls, std::uint64_t count, double call_us) {
+  // This rank's sends in all: its contributions to every other shard, its shard to every peer.
+  const double own = double(ShardLayout(count, state_.ranks, state_.options.chunk_elems).shard_size(state_.rank));
+  const double bytes = (double(count) - own + own * (state_.ranks - 1)) * sizeof(float);
+  // The pace of the path bounded calls take, the fastest of the calibration's runs of it: the
+  // exact calls may ride TCP, and one retransmission timeout there would throttle every bounded
+  // call that follows.
+  const double pace = state_.deadlines.pace_bytes_per_s(bytes, call_us);
+  if (!state_.deadlines.calibrating(cls)) bounded_path()->transport->suggest_pace(pace);
+}
+
+EngineState::EngineState(int rank_, int ranks_, std::uint64_t comm_id_, const EngineOptions& options_,
+                         std::unique_ptr<Bootstrap> bootstrap_)
+    : rank(rank_),
+      ranks(ranks_),
+      comm_id(comm_id_),
+      options(options_),
+      bootstrap(std::move(bootstrap_)),
+      deadlines([&] {
+        DeadlineOptions d;
+        d.calibration_calls = options_.calibration_calls;
+        d.cap_us = std::chrono::duration<double, std::micro>(options_.timeout).count();
+        return d;
+      }()),
+      hadamard(options_.hadamard_block_log2, options_.hadamard_overlap && options_.hadamard != HadamardMode::off && ranks_ > 1),
+      faults(options_.faults, rank_),
+      loss_budget(options, rank_) {
+  send_order = shard_send_order(rank, ranks);
+}
+
+}  // namespace optireduce

@@ -1,0 +1,108 @@
+// One engine per communicator: its ranks, its transports, its buffers, its deadlines. One
+// operation: reduce a float buffer (sum) with the Transpose AllReduce, exactly or within a
+// deadline. It knows nothing of MPI: the bootstrap is what it needs of the job's own layer.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "optireduce/engine/engine/bootstrap.hpp"
+#include "optireduce/engine/report/call_stats.hpp"
+#include "optireduce/engine/config/engine_options.hpp"
+#include "optireduce/engine/engine/state.hpp"
+#include "optireduce/engine/deadlines/step_aside.hpp"
+#include "optireduce/engine/call/tar_call.hpp"
+#include "optireduce/engine/engine/transport_path.hpp"
+#include "optireduce/transport.hpp"
+
+namespace optireduce {
+
+class Engine {
+ public:
+  // Collective over the bootstrap's ranks: creates the transports the options name (loading
+  // their modules; engine/setup.cpp), exchanges addresses and connects. On any rank's failure
+  // every rank gets null and `status` says which rank failed and why.
+  static std::unique_ptr<Engine> create(int rank, int ranks, std::unique_ptr<Bootstrap> bootstrap,
+                                        const EngineOptions& options, Status& status);
+  // The same over transports the caller made (tests, benchmarks): `exact` carries the exact
+  // calls (null: the bootstrap does), `bounded` the bounded ones (null: `exact` does). A rank
+  // whose transport could not be made passes a null where the others pass one.
+  static std::unique_ptr<Engine> create(int rank, int ranks, std::unique_ptr<Transport> exact,
+                                        std::unique_ptr<Transport> bounded, std::unique_ptr<Bootstrap> bootstrap,
+                                        const EngineOptions& options, Status& status);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // output[i] = sum over ranks of input[i]. input may equal output (in place). Reads input and
+  // writes output only while the call runs. `bounded` allows deadlines (once calibrated and
+  // unless the loss budget says otherwise); every rank must pass the same value.
+  CallStats allreduce_sum(const float* input, float* output, std::uint64_t count, bool bounded = false);
+
+  int rank() const { return state_.rank; }
+  int ranks() const { return state_.ranks; }
+  std::uint64_t comm_id() const { return state_.comm_id; }
+  // Bytes of the engine's own reusable buffers (staging and receive slots).
+  std::size_t buffer_bytes() const;
+  std::size_t largest_call_bytes() const { return state_.largest_call_bytes; }
+  // Scatter-reduce contributions added where the transport held them, and those that waited in
+  // a slot (they came ahead of their turn in the summation order, or the transport did not hold them).
+  std::uint64_t contributions_added_on_arrival() const { return state_.scatter.added_on_arrival(); }
+  std::uint64_t contributions_waited_in_slot() const { return state_.scatter.waited_in_slot(); }
+  const RejectCounts& rejects() const { return state_.rejects; }
+  const AgreedCounts& agreed() const { return state_.agreed; }
+  const LateArrivals& late_arrivals() const { return state_.late; }
+  const CallStats& last_call() const { return state_.last_call; }
+  // Summed over the transports.
+  TransportCounters transport_counters() const;
+  // What carries which calls, e.g. "tcp/lo" or "exact: sysv/memory; bounded: udp lo".
+  std::string transport_description() const;
+
+ private:
+  struct Paths {
+    // exact: reliable (null: exact calls go over the bootstrap); bounded null: exact carries them.
+    std::unique_ptr<TransportPath> exact, bounded;
+  };
+  Engine(int rank, int ranks, std::uint64_t comm_id, Paths paths, std::unique_ptr<Bootstrap> bootstrap,
+         const EngineOptions& options);
+
+  // Bounded calls: over their own transport, else the exact one.
+  TransportPath* bounded_path() { return paths_.bounded ? paths_.bounded.get() : paths_.exact.get(); }
+  CallKind choose_kind(unsigned size_class) const;
+  CallStats run_tar(TransportPath& path, const TarRequest& request, CallStats stats, Clock::time_point start);
+  // Exact calls over the bootstrap, for when no reliable transport is there.
+  CallStats exact_over_bootstrap(const float* input, float* output, std::uint64_t count, CallStats stats,
+                                 Clock::time_point start);
+  // Calibration and fallback calls whose bounded calls go over another transport: a timing run
+  // of that transport on the same data teaches the deadlines (the result is already exact).
+  CallStats probe(const float* input, std::uint64_t count, CallStats stats, unsigned size_class, double exact_us);
+  // Calibration over a bounded transport that may lose data: the call runs there first, exact by
+  // resends where every rank got everything, and again over the exact path where some rank did not.
+  bool calibrates_over_datagrams() const;
+  CallStats calibrate_over_datagrams(const float* input, float* output, std::uint64_t count, CallStats stats,
+                                     unsigned size_class, Clock::time_point start);
+  // Where a probe, or a calibration run in place, writes (the engine's buffer, grown as needed).
+  float* probe_buffer(std::uint64_t count);
+  // What a run of the bounded transport (`needed`: TarCall::teach_deadlines' estimates) teaches
+  // the calibration of its class, each phase at most `most_us`; and, in calibration, the pace.
+  void teach_calibration(unsigned size_class, std::uint64_t count, const PhaseTimes& needed, const CallStats& run,
+                         double most_us = std::numeric_limits<double>::infinity());
+  // The pace of datagrams from a calibration run of the bounded transport.
+  void learn_pace(unsigned size_class, std::uint64_t count, double call_us);
+  // Pushes out what an earlier call still queues on the bounded transport (briefly).
+  void drain_bounded_sends();
+  // After a call failed here, on every rank (each fails the same call, by its watchdog or by a
+  // peer's notice): the ranks exchange what they waited for, and all report the same ranks.
+  Status agree_on_failure(const Status& mine);
+
+  EngineState state_;
+  // After the state: destroyed first, so sends they still progress never read freed staging.
+  Paths paths_;
+  StepAside step_aside_{false, 0};  // set by create() once the ranks agreed it may
+  bool broken_ = false;
+};
+
+}  // namespace optireduce
