@@ -186,6 +186,9 @@ std::vector<std::vector<Observed>> drive(Job& job, const std::vector<std::uint64
 
   std::atomic<int> stop_before{calls};
   std::mutex runaway_mutex;
+  // Deadlines are agreed across ranks, so they answer to the slowest calibration phase of any rank
+  // (a thread descheduled under load), not only this one's.
+  double slowest_calibration_us = 0;
   std::string runaway;
   std::vector<int> done(ranks, 0);
   std::vector<std::vector<Observed>> seen(calls, std::vector<Observed>(ranks));
@@ -193,7 +196,6 @@ std::vector<std::vector<Observed>> drive(Job& job, const std::vector<std::uint64
   for (int r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] {
       Engine& engine = *job.engines[r];
-      double slowest_calibration_us = 0;
       int c = 0;
       for (; c < calls && c < stop_before.load(); ++c) {
         const std::uint64_t count = counts[c];
@@ -211,23 +213,25 @@ std::vector<std::vector<Observed>> drive(Job& job, const std::vector<std::uint64
         }
         if (after_call) after_call(r);
         o.buffer_bytes = engine.buffer_bytes();
-        if (o.stats.kind == CallKind::calibration)
-          slowest_calibration_us = std::max({slowest_calibration_us, o.stats.phase_us[0], o.stats.phase_us[1]});
-        const double limit_us = std::max(100e3, 20 * slowest_calibration_us);
-        if (o.stats.kind == CallKind::bounded &&
-            std::max(o.stats.deadline_us[0], o.stats.deadline_us[1]) > limit_us) {
+        {
           std::lock_guard lock(runaway_mutex);
-          if (runaway.empty()) {
-            std::ostringstream m;
-            m << "deadlines ran away: rank " << r << ", call " << c + 1 << " of " << count << " floats has deadlines "
-              << o.stats.deadline_us[0] / 1000 << " / " << o.stats.deadline_us[1] / 1000
-              << " ms (scatter / gather), phases took " << o.stats.phase_us[0] / 1000 << " / "
-              << o.stats.phase_us[1] / 1000 << " ms, the slowest calibration phase of this rank took "
-              << slowest_calibration_us / 1000 << " ms";
-            runaway = m.str();
-          }
-          int want = c + 10, current = stop_before.load();
-          while (want < current && !stop_before.compare_exchange_weak(current, want)) {
+          if (o.stats.kind == CallKind::calibration)
+            slowest_calibration_us = std::max({slowest_calibration_us, o.stats.phase_us[0], o.stats.phase_us[1]});
+          const double limit_us = std::max(100e3, 20 * slowest_calibration_us);
+          if (o.stats.kind == CallKind::bounded &&
+              std::max(o.stats.deadline_us[0], o.stats.deadline_us[1]) > limit_us) {
+            if (runaway.empty()) {
+              std::ostringstream m;
+              m << "deadlines ran away: rank " << r << ", call " << c + 1 << " of " << count << " floats has deadlines "
+                << o.stats.deadline_us[0] / 1000 << " / " << o.stats.deadline_us[1] / 1000
+                << " ms (scatter / gather), phases took " << o.stats.phase_us[0] / 1000 << " / "
+                << o.stats.phase_us[1] / 1000 << " ms, the slowest calibration phase of any rank took "
+                << slowest_calibration_us / 1000 << " ms";
+              runaway = m.str();
+            }
+            int want = c + 10, current = stop_before.load();
+            while (want < current && !stop_before.compare_exchange_weak(current, want)) {
+            }
           }
         }
         for (std::uint64_t i = 0; i < count; ++i) {
