@@ -3,6 +3,7 @@ a DDP communication hook and gradient fusion over MPI_Allreduce.
 
     import optireduce.torch
     dist.init_process_group("optireduce")         # the backend (backend.py): DDP unchanged
+    optireduce.torch.init_process_group()         # the same, with the rendezvous of any launch
     optireduce.torch.last_call(group)             # what the engine did in the group's last call
 
     model.register_comm_hook(None, optireduce.torch.allreduce_hook)   # DDP over gloo, under mpirun
@@ -18,8 +19,9 @@ from .allreduce import allreduce_async
 from .backend import BACKEND, ProcessGroupOptiReduce, finish, last_call, register
 from .fuser import DEFAULT_BUCKET_BYTES, GradientFuser, allreduce_gradients
 from .hook import allreduce_hook
+from .rendezvous import init_process_group
 
 register()
 
 __all__ = ["BACKEND", "DEFAULT_BUCKET_BYTES", "GradientFuser", "ProcessGroupOptiReduce", "allreduce_async",
-           "allreduce_gradients", "allreduce_hook", "finish", "last_call", "shutdown"]
+           "allreduce_gradients", "allreduce_hook", "finish", "init_process_group", "last_call", "shutdown"]

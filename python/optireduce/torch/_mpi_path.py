@@ -5,7 +5,7 @@ counted by reason). Settings, report, trace and finalize line are the preload li
 MPI_Finalize. Every MPI call is made on optireduce.torch's one communication thread.
 """
 from .. import _engine
-from .. import stats as _stats
+from ..stats import last_call as _last_call_of_comm
 from . import _comm_thread
 from ._mpi import mpi
 
@@ -59,7 +59,7 @@ class MpiPath:
         self.comm.Allreduce(MPI.IN_PLACE, [array, datatype], op=ops[op.name])
 
     def last_call(self):
-        return _stats.last_call(self.comm)
+        return _last_call_of_comm(self.comm)
 
     def barrier(self):
         self.comm.Barrier()

@@ -45,7 +45,8 @@ def allreduce_(path, t, op):
             raise TypeError(f"cannot average a {t.dtype} tensor (AVG needs floating point)")
         path.exact_(t, RedOp.SUM)
         return t.div_(path.size)
-    if t.dtype == torch.bfloat16:  # no bfloat16 outside the engine: exact in float32 (MIN, MAX)
+    if t.dtype in (torch.float16, torch.bfloat16):
+        # 16-bit types beside the engine (MPI has none): in float32, rounded once (MIN and MAX exact).
         work = t.float()
         path.exact_(work, op)
         return t.copy_(work)

@@ -100,7 +100,7 @@ class ProcessGroupOptiReduce(dist.ProcessGroup):
             raise ValueError("optireduce: a collective's tensors must all be on the CPU or all on CUDA devices")
         if not cuda:
             future = self._path.thread.submit(lambda: job(inputs, outputs) and outputs)
-            return _create_work_from_future(future)
+            return _create_work_from_future(future.then(_raise_failure))
         if self._staging is None:
             from ._staging import CudaStaging
             self._staging = CudaStaging()
@@ -117,7 +117,8 @@ class ProcessGroupOptiReduce(dist.ProcessGroup):
                 raise
             staging.finish(staged_out, [s for s in staged_in if s not in staged_out])
             return outputs
-        return _create_work_from_future(self._path.thread.submit(work, staging.future(cuda[0])))
+        future = self._path.thread.submit(work, staging.future(cuda[0]))
+        return _create_work_from_future(future.then(_raise_failure))
 
     def allreduce(self, tensors, opts=None):
         tensors = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
@@ -187,6 +188,16 @@ class ProcessGroupOptiReduce(dist.ProcessGroup):
     def _drain(self, timeout):
         """True when the work queued so far ended within `timeout` seconds."""
         return _wait(self._path.thread.submit(lambda: None), timeout)
+
+
+def _raise_failure(future):
+    """then() callback: torch 1.13's Future.set_exception stores the error as the value (raised only
+    by the Python object it was set on); raising it here gives the Work's future a real error,
+    which DDP's reducer and Work.wait() raise."""
+    value = future.value()
+    if isinstance(value, BaseException):
+        raise value
+    return value
 
 
 def _delegate(name):
@@ -308,11 +319,34 @@ def _install_destroy_hook():
     dist.destroy_process_group = destroy_process_group
 
 
+def _install_wait_raises():
+    """Work.wait() raises the error of a Work made from a future, as gloo's does: torch 1.13's
+    future-backed Work (the only kind a Python backend can give DDP) waits without looking."""
+    from torch._C._distributed_c10d import Work
+    original = Work.wait
+    if getattr(original, "_optireduce", False):
+        return
+
+    @functools.wraps(original)
+    def wait(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        try:
+            future = self.get_future()
+        except RuntimeError:  # a Work without a future (gloo's send, recv): its wait said it all
+            return result
+        if future.done():
+            future.value()  # raises the error, if any
+        return result
+    wait._optireduce = True
+    Work.wait = wait
+
+
 def register():
     """Registers "optireduce" with torch.distributed (once; import optireduce.torch does it)."""
     if BACKEND.upper() not in dist.Backend._plugins:
         dist.Backend.register_backend(BACKEND, _create)
     _install_destroy_hook()
+    _install_wait_raises()
 
 
 def last_call(group=None):
