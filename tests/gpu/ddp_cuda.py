@@ -32,7 +32,7 @@ def launch():
 
 
 def rank_main():
-    import optireduce.torch
+    import optireduce.torch  # noqa: F401 (registers the backend)
     dist.init_process_group("optireduce")
     rank = dist.get_rank()
     device = torch.device("cuda", int(os.environ["LOCAL_RANK"]) % torch.cuda.device_count())

@@ -28,23 +28,12 @@ except ImportError as error:
     sys.exit(77)
 
 import gloo_group
+from checks import Checks
 import optireduce
 import optireduce.torch
 
 BIG, SMALL = 4096, 16  # elements: above and below OPTIREDUCE_MIN_BYTES=4096 bytes for every format
 RedOp = dist.ReduceOp
-
-
-class Checks:
-    def __init__(self, rank):
-        self.rank, self.failures = rank, 0
-
-    def check(self, ok, what):
-        if not ok:
-            self.failures += 1
-            print(f"backend_group [rank {self.rank}] FAIL: {what}", file=sys.stderr, flush=True)
-        elif self.rank == 0:
-            print(f"ok: {what}", flush=True)
 
 
 class Counters:
@@ -258,7 +247,7 @@ def main():
     warnings.filterwarnings("ignore", message=".*(all_reduce_coalesced|_reduce_scatter_base).*")
     torch.set_num_threads(1)
     rank, size = gloo_group.init("optireduce")
-    c = Checks(rank)
+    c = Checks("backend_group", rank)
     counters = Counters()
     if what == "failure":
         check_failure(c, rank, size)

@@ -27,8 +27,8 @@ def mpi_launch():
 def init_process_group(**kwargs):
     """torch.distributed.init_process_group("optireduce", **kwargs) with the launch's rendezvous:
     env:// where RANK and WORLD_SIZE are set (torchrun, optireduce.launch); under an MPI launcher,
-    its rank and size, and a TCP store at MASTER_ADDR:MASTER_PORT when set, else on rank 0's host
-    at a free port rank 0 tells every rank with MPI_Bcast (mpi4py)."""
+    its rank and size, and a TCP store at MASTER_ADDR (else rank 0's host name) and MASTER_PORT
+    (else a free port rank 0 tells every rank with MPI_Bcast, through mpi4py)."""
     env = os.environ
     if "RANK" in env and "WORLD_SIZE" in env:
         return dist.init_process_group(BACKEND, **kwargs)
@@ -37,15 +37,15 @@ def init_process_group(**kwargs):
         raise RuntimeError("optireduce: no launch environment: neither torchrun's (RANK, WORLD_SIZE) nor an MPI "
                            "launcher's (OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID)")
     rank, size = launch
-    if "MASTER_ADDR" in env and "MASTER_PORT" in env:
-        address = (env["MASTER_ADDR"], int(env["MASTER_PORT"]))
-    else:
+    host = env.get("MASTER_ADDR") or socket.gethostname()
+    port = int(env["MASTER_PORT"]) if env.get("MASTER_PORT") else None
+    if port is None:  # rank 0 finds a free one and tells the others
         from ._mpi import mpi
-        address = None
         if rank == 0:
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
                 s.bind(("", 0))
-                address = (socket.gethostname(), s.getsockname()[1])
-        address = mpi().COMM_WORLD.bcast(address, root=0)
+                port = s.getsockname()[1]
+        port = mpi().COMM_WORLD.bcast(port, root=0)
+    address = (host, port)
     return dist.init_process_group(BACKEND, init_method=f"tcp://{address[0]}:{address[1]}", rank=rank,
                                    world_size=size, **kwargs)
