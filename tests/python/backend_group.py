@@ -10,7 +10,8 @@ and future, its errors, subgroups.
                                  caller; a subgroup with an engine of its own
     backend_group.py failure     an engine call a late rank makes fail (OPTIREDUCE_WATCHDOG_MS): it
                                  raises on every rank, naming what failed, and the group's later
-                                 calls are still right (declined, summed by gloo)
+                                 calls are still right (declined, summed by gloo); it ends without
+                                 destroy_process_group (report_at_exit.py checks the report)
 
 Run routing with OPTIREDUCE_MODE=reliable OPTIREDUCE_MIN_BYTES=4096 (calls of 1024 floats and more
 go through the engine, smaller ones pass). Rank 0 prints one line per check; exit 0, 1 on a failed
@@ -259,7 +260,8 @@ def main():
         check_subgroup(c, counters, rank, size)
     failures = torch.tensor([c.failures])
     dist.all_reduce(failures)
-    dist.destroy_process_group()
+    if what != "failure":  # the failure run ends at exit: the report is written then
+        dist.destroy_process_group()
     if rank == 0:
         print("backend_group: " + ("PASS" if failures.item() == 0 else f"FAIL ({failures.item()} failed checks)"))
     return 0 if failures.item() == 0 else 1

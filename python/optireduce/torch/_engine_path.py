@@ -31,20 +31,24 @@ class EngineCallFailed(RuntimeError):
 class EnginePath:
     name = "engine"
 
-    def __init__(self, store, rank, size, timeout, describe_failure, world):
-        """world: this is the job's default group (optireduce_init runs over it)."""
+    def __init__(self, store, rank, size, timeout, name, describe_failure, world):
+        """name: of the thread; world: this is the job's default group (optireduce_init runs over it)."""
         self.lib = _engine.library()
         self.rank, self.size, self.world = rank, size, world
         self.gloo = dist.ProcessGroupGloo(dist.PrefixStore("optireduce/bootstrap", store), rank, size, timeout)
         self.bootstrap = GlooBootstrap(self.gloo, rank, size)
-        self.thread = SerialThread("optireduce-group", describe_failure)
+        self.thread = SerialThread(name, describe_failure)
         self.handle = None
-        if world:
-            self.thread.run(self._init)
-        self.handle = self.lib.optireduce_engine_open(ctypes.byref(self.bootstrap.struct))
-        if not self.handle:
-            raise RuntimeError("optireduce: the engine library is not initialised (the default process group "
-                               "must be an optireduce one)")
+        try:
+            if world:
+                self.thread.run(self._init)
+            self.handle = self.lib.optireduce_engine_open(ctypes.byref(self.bootstrap.struct))
+            if not self.handle:
+                raise RuntimeError("optireduce: the engine library is not initialised (the default process group "
+                                   "must be an optireduce one)")
+        except BaseException:
+            self.thread.close(0)
+            raise
 
     def _init(self):
         error = ctypes.create_string_buffer(1024)

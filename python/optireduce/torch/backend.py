@@ -76,7 +76,8 @@ class ProcessGroupOptiReduce(dist.ProcessGroup):
             self._path = MpiPath(store, rank, size)
         else:
             from ._engine_path import EnginePath
-            self._path = EnginePath(store, rank, size, timeout, self._failure, self._world)
+            self._path = EnginePath(store, rank, size, timeout, f"optireduce-group-{self.number}", self._failure,
+                                    self._world)
 
     def getBackendName(self):
         return BACKEND
