@@ -9,8 +9,9 @@ one among them with --expect-failed-call). Exit 0 when COMMAND exited 0 and both
 import argparse
 import json
 import os
-import subprocess
 import sys
+
+from checks import run_wrapped
 
 
 def main():
@@ -21,11 +22,8 @@ def main():
     p.add_argument("--expect-failed-call", action="store_true")
     p.add_argument("command", nargs=argparse.REMAINDER)
     a = p.parse_args()
-    command = a.command[1:] if a.command[:1] == ["--"] else a.command
-    for path in (a.report, a.trace):
-        if os.path.exists(path):
-            os.remove(path)
-    rc = subprocess.call(command, env=dict(os.environ, OPTIREDUCE_REPORT=a.report, OPTIREDUCE_TRACE=a.trace))
+    env = dict(os.environ, OPTIREDUCE_REPORT=a.report, OPTIREDUCE_TRACE=a.trace)
+    rc = run_wrapped(a.command, (a.report, a.trace), env)
     failures = [] if rc == 0 else [f"the job exited {rc}"]
     try:
         with open(a.report) as f:
