@@ -52,7 +52,7 @@ bool TarCall::agree_on_fill() {
   serving_resends_ = false;
   // A shard decoded meanwhile by the worker is decoded again if its data changes here.
   if (transformed_) s_.hadamard.quiesce();
-  s_.fill.apply_union(s_.gather, gather_target(), s_.ledger, s_.rank, [&](int owner) {
+  s_.fill.apply_union(s_.gather, gather_target(), element_bytes_, s_.ledger, s_.rank, [&](int owner) {
     if (transformed_) s_.hadamard.changed(owner);
   });
   return complete;

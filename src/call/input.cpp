@@ -11,19 +11,18 @@
 namespace optireduce {
 
 void TarCall::stage_input() {
-  const float* input = request_.input;
-  float* staged = staging_->data.data();
   if (transformed_) {
     // Each shard encoded on its own, so a shard can be decoded as soon as it is complete and a
-    // lost chunk spreads over that shard's blocks.
-    s_.hadamard.begin(s_.layout, s_.comm_id, s_.epoch, input, staged, request_.output, s_.send_order);
-    scatter_source_ = own_source_ = staged;
+    // lost chunk spreads over that shard's blocks (float32 calls only).
+    s_.hadamard.begin(s_.layout, s_.comm_id, s_.epoch, static_cast<const float*>(request_.input), staging_->data.data(),
+                      static_cast<float*>(request_.output), s_.send_order);
+    scatter_source_ = own_source_ = staged();
     return;
   }
   // The own shard is never sent as it is: the reduce reads it from the caller's input and writes
   // the sum where the all-gather sends read it (TarCall::reduce).
-  own_source_ = input;
-  scatter_source_ = input;
+  own_source_ = input();
+  scatter_source_ = input();
   if (!stages_each_send()) return;
   // A bounded call can return with its sends still queued behind a stalled stream, which this
   // transport cannot cancel: they read a staged copy of the other shards, never the caller's
@@ -31,17 +30,17 @@ void TarCall::stage_input() {
   // abandon its sends drops those still reading the input when the call returns: release_caller_buffers.)
   // Each chunk is copied just before its send (stage_for_send), so the first sends leave at once
   // and the transport reads the copy while it is still in the cache.
-  scatter_source_ = staged;
+  scatter_source_ = staged();
 }
 
 void TarCall::stage_for_send(const Extent& chunk) {
   if (stages_each_send() && chunk.length)
-    std::memcpy(staging_->data.data() + chunk.offset, request_.input + chunk.offset, chunk.length * sizeof(float));
+    std::memcpy(staged() + chunk.offset * element_bytes_, input() + chunk.offset * element_bytes_, chunk.length * element_bytes_);
 }
 
 void TarCall::release_caller_buffers() {
   // The scatter sends read the input, and the all-gather sends the output (sums_in_output).
-  if (!abandons_sends_ || (scatter_source_ != request_.input && !sums_in_output())) return;
+  if (!abandons_sends_ || (scatter_source_ != input() && !sums_in_output())) return;
   if (!any_send_in_flight()) return;
   // The caller's buffers are theirs again once this returns. Whatever is still queued by now goes
   // to a peer that has told this rank it is done or is past this call's deadline: dropped. Sends

@@ -19,7 +19,8 @@ TarCall::TarCall(EngineState& state, TransportPath& path, const TarRequest& requ
       probe_(request.probe),
       stats_(std::move(stats)),
       start_(start),
-      hard_deadline_(start + (stats_.kind == CallKind::bounded || request.probe ? state.options.timeout : state.options.watchdog)) {}
+      hard_deadline_(start + (stats_.kind == CallKind::bounded || request.probe ? state.options.timeout : state.options.watchdog)),
+      element_bytes_(request.shape.element_bytes()) {}
 
 Status TarCall::wait(Clock::time_point deadline, const std::function<bool()>& done) {
   auto handler = [this](const InboundMessage& m) { handle(m); };
@@ -45,7 +46,8 @@ CallStats TarCall::run() {
   // The all-gather sends read the sums (sums()); where that is the staging buffer, the pass that
   // completes a chunk writes the output too. In the Hadamard domain the own shard is encoded by a
   // worker meanwhile: contributions wait in slots until the reduce.
-  s_.scatter.bind(own_source_, sums(), transformed_ || sums_in_output() ? nullptr : request_.output, !transformed_);
+  s_.scatter.bind(own_source_, sums(), scatter_only() || transformed_ || sums_in_output() ? nullptr : output(), !transformed_,
+                  sums_origin());
   // Deadlines and phase times count from here: encoding is this rank's own work, not the
   // network's, and calibration calls (which never encode) must measure the same thing.
   const auto scatter_start = Clock::now();
@@ -56,6 +58,17 @@ CallStats TarCall::run() {
   start_heartbeats();
   if (st = run_scatter_reduce(scatter_start); !st.ok()) return fail(st);
   const auto gather_start = Clock::now();
+  if (scatter_only()) {
+    if (st = finish_reduce_scatter(); !st.ok()) return fail(st);
+    release_caller_buffers();
+    // In place, the block goes where the input began only now: no send reads the input any more.
+    if (in_place())
+      std::memcpy(output(), staged() + s_.layout.shard_begin(s_.rank) * element_bytes_, s_.layout.shard_size(s_.rank) * element_bytes_);
+    teach_deadlines(scatter_start, gather_start);
+    if (!probe_) stats_.dropped_entries = s_.ledger.dropped();
+    stats_.latency_us = us_since(start_);
+    return stats_;
+  }
   const auto gather_deadline = after_us(gather_start, budget_.us[1]);
   if (st = run_all_gather(gather_start, gather_deadline); !st.ok()) return fail(st);
   if (st = finish_sends(gather_deadline); !st.ok()) return fail(st);
@@ -131,15 +144,19 @@ void TarCall::begin(StagingBuffer& staging) {
   staging_ = &staging;
   const std::uint64_t count = request_.count;
   const TransportTraits traits = transport_.traits();
-  const std::size_t fits = (traits.max_message_bytes - WireHeader::kEncodedSize) / sizeof(float);
-  const auto chunk_elems = static_cast<std::uint32_t>(std::max<std::size_t>(1, std::min<std::size_t>(s_.options.chunk_elems, fits)));
-  s_.layout = ShardLayout(count, s_.ranks, chunk_elems);
-  s_.largest_call_bytes = std::max<std::size_t>(s_.largest_call_bytes, count * sizeof(float));
+  // A chunk is as many bytes whatever the format (the setting counts float32 elements).
+  const std::size_t fits = (traits.max_message_bytes - WireHeader::kEncodedSize) / element_bytes_;
+  const std::size_t wanted = std::size_t{s_.options.chunk_elems} * sizeof(float) / element_bytes_;
+  const auto chunk_elems = static_cast<std::uint32_t>(std::max<std::size_t>(1, std::min(wanted, fits)));
+  s_.shape = request_.shape;
+  s_.layout = scatter_only() ? ShardLayout(request_.blocks, chunk_elems) : ShardLayout(count, s_.ranks, chunk_elems);
+  s_.largest_call_bytes = std::max<std::size_t>(s_.largest_call_bytes, count * element_bytes_);
   last_slices_ = traits.ordered ? kLastSlicesInOrder : kLastSlicesDatagrams;
   abandons_sends_ = traits.can_abandon_sends;
   decide_cuts(traits.reliable);
-  s_.scatter.begin(s_.layout, s_.rank, last_slices_);
-  s_.gather.begin(s_.layout, s_.rank);
+  if (scatter_only()) cuts_gather_ = false;  // there is no all-gather
+  s_.scatter.begin(s_.layout, s_.rank, last_slices_, request_.shape.format);
+  s_.gather.begin(s_.layout, s_.rank, request_.shape.format);
   s_.ledger.begin(s_.layout);
   s_.fill.begin(s_.layout, s_.ledger.total_chunks(), traits.max_message_bytes - WireHeader::kEncodedSize);
   s_.stamps.reset(s_.ranks);
@@ -165,9 +182,10 @@ void TarCall::begin(StagingBuffer& staging) {
                             s_.resends.rounds() * (data_sends + kTarPhases * (s_.ranks - 1)) + 1;
   asks_ = 0;
   answers_.assign(static_cast<std::size_t>(s_.ranks), 0);
-  StagingPool::prepare(staging, count, sends, s_.ranks);
+  StagingPool::prepare(staging, (count * element_bytes_ + sizeof(float) - 1) / sizeof(float), sends, s_.ranks);
   beat_header_ = staging.next_header().data();
-  transformed_ = bounded() && !probe_ &&
+  // Float32 allreduces only: see docs/design.md for why not 16-bit calls.
+  transformed_ = bounded() && !probe_ && request_.shape == CallShape{} &&
                  (s_.options.hadamard == HadamardMode::on ||
                   (s_.options.hadamard == HadamardMode::automatic && s_.loss_budget.hadamard_active()));
   stats_.transformed = transformed_;
@@ -176,16 +194,16 @@ void TarCall::begin(StagingBuffer& staging) {
 
 PhaseDeadlines TarCall::budget() const {
   if (probe_) return *probe_;
-  if (bounded()) return s_.deadlines.bounded_budget(double(request_.count) * sizeof(float));
+  if (bounded()) return s_.deadlines.bounded_budget(request_.size_class, double(request_.count * element_bytes_));
   PhaseDeadlines unbounded;
   unbounded.us.fill(std::chrono::duration<double, std::micro>(s_.options.watchdog).count());
   return unbounded;
 }
 
-Status TarCall::send(int peer, MessageKind kind, const Extent& extent, std::uint16_t flags, const float* base) {
-  const auto* payload = extent.length ? reinterpret_cast<const std::byte*>(base + extent.offset) : nullptr;
+Status TarCall::send(int peer, MessageKind kind, const Extent& extent, std::uint16_t flags, const std::byte* base) {
+  const std::byte* payload = extent.length ? base + extent.offset * element_bytes_ : nullptr;
   const Lane lane = kind == MessageKind::scatter_chunk || kind == MessageKind::gather_chunk ? Lane::data : Lane::control;
-  return post(peer, lane, kind, flags, extent.offset, extent.length, {payload, extent.length * sizeof(float)});
+  return post(peer, lane, kind, flags, extent.offset, extent.length, {payload, extent.length * element_bytes_});
 }
 
 WireHeader TarCall::header_of(MessageKind kind) const {
@@ -201,7 +219,7 @@ WireHeader TarCall::header_of(MessageKind kind) const {
 Status TarCall::post(int peer, Lane lane, MessageKind kind, std::uint16_t flags, std::uint64_t offset, std::uint32_t length,
                      std::span<const std::byte> payload) {
   WireHeader h = header_of(kind);
-  h.flags = flags;
+  h.flags = flags | WireHeader::shape_flags(request_.shape.index());
   h.offset = offset;
   h.length = length;
   h.stamp_scatter = static_cast<float>(s_.my_estimate_us[0]);
@@ -358,9 +376,10 @@ void TarCall::reduce(std::uint32_t chunk) {
   const ReducedChunk r = s_.scatter.reduce(chunk);
   if (r.partial) s_.ledger.drop(s_.ledger.global_chunk(s_.rank, chunk), r.extent.length);
   if (transformed_ && s_.scatter.complete()) s_.hadamard.shard_final(s_.rank);
+  if (scatter_only()) return;  // the owner keeps its shard
   std::uint16_t flags = r.last ? WireHeader::last_slice_flags(r.follow) : 0;
   if (r.partial) flags |= WireHeader::kFlagPartial;
-  const float* reduced = sums();
+  const std::byte* reduced = sums();
   for (int k = 1; k < s_.ranks; ++k) {
     const int peer = rotation_peer(s_.rank, s_.ranks, k);
     if (!send(peer, MessageKind::gather_chunk, r.extent, flags, reduced).ok()) OR_LOG(warn, "all-gather send to rank %d failed", peer);
@@ -380,7 +399,7 @@ Status TarCall::finish_sends(Clock::time_point gather_deadline) {
   // may not, they wait for what is queued here, so this rank serves them as an exact call does.
   // A list of missing chunks already said so (a peer's all-gather takes nothing after it).
   Status st;
-  if (!sent_list_)
+  if (!sent_list_ && !said_done_)
     for (int k = 1; k < s_.ranks && st.ok(); ++k)
       st = send(rotation_peer(s_.rank, s_.ranks, k), MessageKind::peer_done, {0, 0}, WireHeader::kFlagLastSlice, nullptr);
   if (st.ok()) {
@@ -391,6 +410,31 @@ Status TarCall::finish_sends(Clock::time_point gather_deadline) {
   s_.note_closed(s_.epoch, Clock::now());
   if (st.ok()) path_.staging.seal(*staging_);
   return st;
+}
+
+Status TarCall::finish_reduce_scatter() {
+  const bool datagrams = !transport_.traits().reliable;
+  // Twice over a transport that may lose one, like the lists that end an allreduce.
+  for (int copy = 0; copy < FillAgreement::copies(!datagrams); ++copy)
+    for (int k = 1; k < s_.ranks; ++k)
+      (void)send(rotation_peer(s_.rank, s_.ranks, k), MessageKind::peer_done, {0, 0}, WireHeader::kFlagLastSlice, nullptr);
+  said_done_ = true;
+  if (datagrams && s_.ranks > 1) {
+    // A peer whose shard still lacks this rank's data asks for it again until its phase closes:
+    // at the latest its stretch limits after the last peer's entry, at least a budget from now.
+    const auto last_entry = unheard_ == 0 ? std::max(all_heard_at_, start_) : Clock::now();
+    const auto until = std::min(
+        std::max(after_us(Clock::now(), DeadlineController::agreement_wait_us(budget_.us[0])), peers_close_by(last_entry)), hard_deadline_);
+    const Status st = wait(until, [&] {
+      for (int p = 0; p < s_.ranks; ++p)
+        if (p != s_.rank && !s_.done_from[p]) return false;
+      return true;
+    });
+    // A peer whose words were all lost is past its phase by now.
+    if (!st.ok() && st.code() != StatusCode::timeout) return st;
+  }
+  serving_resends_ = false;
+  return finish_sends(hard_deadline_);
 }
 
 void TarCall::teach_deadlines(Clock::time_point scatter_start, Clock::time_point gather_start) {
@@ -406,12 +450,14 @@ void TarCall::teach_deadlines(Clock::time_point scatter_start, Clock::time_point
   const std::uint64_t described = s_.my_estimate_bytes;
   // A bounded call that waited out a stall measured the stall, not the network: it keeps the
   // estimate it had (probes never count stalls).
+  const unsigned described_class = s_.my_estimate_class;
   if (stalled_ == Clock::duration::zero()) {
     s_.my_estimate_us = needed;
-    s_.my_estimate_bytes = request_.count * sizeof(float);
+    s_.my_estimate_bytes = request_.count * element_bytes_;
+    s_.my_estimate_class = request_.size_class;
   }
   auto learn_stamps = [&] {
-    if (described) s_.deadlines.record_estimate(s_.stamps.medians(), double(described));
+    if (described) s_.deadlines.record_estimate(described_class, s_.stamps.medians(), double(described));
   };
   if (probe_) {
     // What a run of the datagram path teaches the calibration, the engine decides from `needed`
@@ -422,7 +468,7 @@ void TarCall::teach_deadlines(Clock::time_point scatter_start, Clock::time_point
   }
   if (!request_.teaches) return;
   if (stats_.kind == CallKind::calibration || stats_.kind == CallKind::fallback)
-    s_.record_calibration(stats_.phase_us, request_.count * sizeof(float));
+    s_.record_calibration(request_.size_class, stats_.phase_us, request_.count * element_bytes_);
   // Fallback calls run exactly but keep teaching the deadlines, so they are right when bounded
   // calls resume.
   if (bounded() || stats_.kind == CallKind::fallback) learn_stamps();

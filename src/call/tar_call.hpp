@@ -1,6 +1,7 @@
 // One Transpose AllReduce over a transport: scatter-reduce, then all-gather, each phase under
-// its deadline when the call is bounded, and (bounded calls) the end-of-call fill agreement.
-// Constructed per call on the stack; everything it keeps between calls is in EngineState.
+// its deadline when the call is bounded, and (bounded calls) the end-of-call fill agreement; or a
+// reduce-scatter, the scatter-reduce alone. Constructed per call on the stack; everything it
+// keeps between calls is in EngineState.
 #pragma once
 
 #include <cstdint>
@@ -13,10 +14,15 @@
 namespace optireduce {
 
 struct TarRequest {
-  const float* input = nullptr;
-  float* output = nullptr;
-  std::uint64_t count = 0;
-  unsigned size_class = 0;
+  const void* input = nullptr;
+  void* output = nullptr;
+  std::uint64_t count = 0;   // elements of the input (a reduce-scatter's: all the blocks)
+  unsigned size_class = 0;   // the call's class (deadlines/controller.hpp: call_class)
+  CallShape shape;
+  // A reduce-scatter: every rank's block, in elements, whose sum over ranks this rank's output
+  // holds alone (its shard: the layout follows them). In place (input == output), the input is
+  // the output buffer and the block is written at its start once no send reads it any more.
+  std::span<const std::uint64_t> blocks;
   // A timing run of the datagram path on the data of an exact call (whose result came from the
   // bootstrap), within this budget: it teaches the deadlines and returns nothing to the caller.
   const PhaseDeadlines* probe = nullptr;
@@ -40,6 +46,11 @@ class TarCall {
 
  private:
   bool bounded() const { return stats_.kind == CallKind::bounded || probe_; }
+  bool scatter_only() const { return request_.shape.scatter_only(); }
+  bool in_place() const { return request_.input == request_.output; }
+  const std::byte* input() const { return static_cast<const std::byte*>(request_.input); }
+  std::byte* output() const { return static_cast<std::byte*>(request_.output); }
+  std::byte* staged() const { return reinterpret_cast<std::byte*>(staging_->data.data()); }
   bool injects_faults() const { return stats_.kind == CallKind::bounded && !probe_; }
   // What a call may close with data missing before its hard deadline (the same answer on every
   // rank: decide_cuts in call/fill.cpp). A bounded call that may cut neither phase runs as an
@@ -58,8 +69,15 @@ class TarCall {
   // Where the reduce writes its sums, which the all-gather sends (and resends) read: the output,
   // unless a send may outlive the call there (a call that may cut, over a transport that cannot
   // drop its queued sends) or the sums are in the Hadamard domain; then the staging buffer.
-  bool sums_in_output() const { return !transformed_ && (!cuts_scatter_reduce() || abandons_sends_); }
-  float* sums() const { return sums_in_output() ? request_.output : staging_->data.data(); }
+  bool sums_in_output() const { return !scatter_only() && !transformed_ && (!cuts_scatter_reduce() || abandons_sends_); }
+  // A reduce-scatter's sums go to the caller's block (from its shard's begin on), unless it is in
+  // place: the block overlaps the input other ranks' shards are sent (and resent) from, so they go
+  // to staging and are copied into the block at the end (finish_reduce_scatter).
+  std::byte* sums() const {
+    if (scatter_only()) return in_place() ? staged() : output();
+    return sums_in_output() ? output() : staged();
+  }
+  std::uint64_t sums_origin() const { return scatter_only() && !in_place() ? s_.layout.shard_begin(s_.rank) : 0; }
   // Whether a send to some peer still references its buffers.
   bool any_send_in_flight() const {
     for (int p = 0; p < s_.ranks; ++p)
@@ -71,7 +89,7 @@ class TarCall {
   Status run_all_gather(Clock::time_point gather_start, Clock::time_point gather_deadline);
   PhaseDeadlines budget() const;
   Status send_scatter();
-  Status send(int peer, MessageKind kind, const Extent& extent, std::uint16_t flags, const float* base);
+  Status send(int peer, MessageKind kind, const Extent& extent, std::uint16_t flags, const std::byte* base);
   // A header of this call from this rank (no extent, flags or stamps yet).
   WireHeader header_of(MessageKind kind) const;
   // Any message of this call with this rank's stamps: encoded into the next header slot, sent.
@@ -117,6 +135,10 @@ class TarCall {
   static constexpr int kMostAsks = 32;
   void log_incomplete_fill(Clock::time_point waited_from) const;
   Status finish_sends(Clock::time_point phase_deadline);
+  // A reduce-scatter's end: each owner tells its peers once its shard is closed; over a transport
+  // that may lose data a rank then stays, answering requests for lost chunks, until every peer has
+  // said so (or could no longer be in its phase); then its sends finish.
+  Status finish_reduce_scatter();
   void teach_deadlines(Clock::time_point scatter_start, Clock::time_point gather_start);
   CallStats fail(Status status);
   // What this rank still waits for from each peer, for the failure agreement.
@@ -128,7 +150,7 @@ class TarCall {
   // How long release_caller_buffers waits for sends a transport has handed on but not completed (they
   // complete without the peer: a provider's own queue).
   static constexpr double kReleaseWaitUs = 100e3;
-  float* gather_target() const { return transformed_ ? staging_->data.data() : request_.output; }
+  std::byte* gather_target() const { return transformed_ ? staged() : output(); }
   bool peers_served() const;
   // The first message of this call from a peer: it has entered the call.
   void note_heard(std::uint32_t source, Clock::time_point arrived);
@@ -180,8 +202,9 @@ class TarCall {
   const Clock::time_point start_;
   const Clock::time_point hard_deadline_;
   StagingBuffer* staging_ = nullptr;
-  const float* scatter_source_ = nullptr;  // the caller's input, or a staged copy of it
-  const float* own_source_ = nullptr;      // where the reduce reads this rank's own shard
+  const std::byte* scatter_source_ = nullptr;  // the caller's input, or a staged copy of it
+  const std::byte* own_source_ = nullptr;      // where the reduce reads this rank's own shard
+  const std::size_t element_bytes_;
   bool transformed_ = false;
   std::uint32_t last_slices_ = 1;
   bool abandons_sends_ = false;  // the transport's can_abandon_sends, read once per call
@@ -206,6 +229,7 @@ class TarCall {
   bool serving_resends_ = true;
   // This rank sent its list of missing chunks: to its peers that says it is done, too.
   bool sent_list_ = false;
+  bool said_done_ = false;  // a reduce-scatter's owner told its peers its shard is closed
   int list_copies_ = 1;  // FillAgreement::copies for this call's transport
   int asks_ = 0;                    // rounds of asking so far
   std::vector<int> answers_;        // per peer: answers sent

@@ -15,7 +15,8 @@ namespace {
 
 // What the per-byte rules count a call as: an empty call is one byte.
 double counted(double bytes) { return std::max(1.0, bytes); }
-unsigned class_of(double bytes) { return size_class(static_cast<std::uint64_t>(bytes)); }
+// The smallest call of a class, in bytes.
+double smallest_bytes(unsigned cls) { return std::ldexp(1.0, static_cast<int>(size_class_of(cls))); }
 
 }  // namespace
 
@@ -24,8 +25,8 @@ bool DeadlineController::calibrating(unsigned cls) const {
   return it == classes_.end() || !it->second.calibrated;
 }
 
-bool DeadlineController::record_calibration(const PhaseTimes& phase_us, double bytes) {
-  ClassState& s = classes_[class_of(bytes)];
+bool DeadlineController::record_calibration(unsigned cls, const PhaseTimes& phase_us, double bytes) {
+  ClassState& s = classes_[cls];
   for (std::size_t p = 0; p < kTarPhases; ++p) s.calibration[p].push_back(phase_us[p] / counted(bytes));
   // A recalibration, or the calibration of a size class after another one's, needs fewer calls
   // than the communicator's first: the engine and the path are warm (a training job's buckets
@@ -69,8 +70,8 @@ void DeadlineController::agree_bounds(unsigned cls, const std::vector<std::vecto
   it->second.bound_per_byte = agreed;
 }
 
-void DeadlineController::record_estimate(const PhaseTimes& estimate_us, double bytes) {
-  auto it = classes_.find(class_of(bytes));
+void DeadlineController::record_estimate(unsigned cls, const PhaseTimes& estimate_us, double bytes) {
+  auto it = classes_.find(cls);
   if (it == classes_.end() || !it->second.calibrated) return;
   for (std::size_t p = 0; p < kTarPhases; ++p) {
     if (estimate_us[p] <= 0) continue;
@@ -80,9 +81,9 @@ void DeadlineController::record_estimate(const PhaseTimes& estimate_us, double b
   }
 }
 
-PhaseDeadlines DeadlineController::bounded_budget(double bytes) const {
+PhaseDeadlines DeadlineController::bounded_budget(unsigned cls, double bytes) const {
   PhaseDeadlines d;
-  auto it = classes_.find(class_of(bytes));
+  auto it = classes_.find(cls);
   bytes = counted(bytes);
   if (it == classes_.end() || !it->second.calibrated) {
     d.us.fill(options_.cap_us);
@@ -101,8 +102,8 @@ PhaseDeadlines DeadlineController::bounded_budget(double bytes) const {
   return d;
 }
 
-double DeadlineController::bound_us(TarPhase phase, double bytes) const {
-  auto it = classes_.find(class_of(bytes));
+double DeadlineController::bound_us(TarPhase phase, unsigned cls, double bytes) const {
+  auto it = classes_.find(cls);
   return it == classes_.end() || !it->second.calibrated
              ? 0.0
              : std::min(options_.cap_us, it->second.bound_per_byte[static_cast<std::size_t>(phase)] * counted(bytes));
@@ -113,7 +114,7 @@ double DeadlineController::probe_budget_us(unsigned cls) const {
   double reference = it != classes_.end() ? it->second.fastest_exact_us : 0.0;
   // A class without an exact call yet: another class's fastest time per byte, for this class's
   // largest calls; before any exact call, a first budget.
-  if (reference <= 0 && fastest_us_per_byte_ > 0) reference = fastest_us_per_byte_ * std::ldexp(1.0, static_cast<int>(cls) + 1);
+  if (reference <= 0 && fastest_us_per_byte_ > 0) reference = fastest_us_per_byte_ * 2 * smallest_bytes(cls);
   if (reference <= 0) return std::min(options_.cap_us, kFirstRunBudgetUs);
   return std::min(options_.cap_us, std::max(kProbeBudgetFloorUs, kProbeBudgetFactor * reference));
 }
@@ -121,7 +122,7 @@ double DeadlineController::probe_budget_us(unsigned cls) const {
 void DeadlineController::note_exact_call(unsigned cls, double exact_us) {
   double& fastest = classes_[cls].fastest_exact_us;
   fastest = fastest > 0 ? std::min(fastest, exact_us) : exact_us;
-  const double per_byte = exact_us / std::ldexp(1.0, static_cast<int>(cls));
+  const double per_byte = exact_us / smallest_bytes(cls);
   fastest_us_per_byte_ = fastest_us_per_byte_ > 0 ? std::min(fastest_us_per_byte_, per_byte) : per_byte;
 }
 

@@ -12,7 +12,7 @@
 // margin: it shrinks when the network is quiet and grows when it is busy; a single spike does
 // not move it (that is the tail we refuse to wait for), a lasting step does after a few calls.
 // It never exceeds the hard cap and never drops below a floor tied to tB. A call is named by its
-// bytes (its size class follows from them; an empty call counts as one byte).
+// class (call_class: its shape and size class) and its bytes (an empty call counts as one byte).
 // The rules that shape one call (grace after the last slices, the all-gather floor, how long a
 // probe or the end-of-call agreement may take) are here too.
 #pragma once
@@ -52,17 +52,24 @@ struct PhaseDeadlines {
 
 // Size class of a call: floor(log2(bytes)), so 1 MiB and 1.9 MiB share one.
 unsigned size_class(std::uint64_t bytes);
+// The deadlines' unit: calls of one shape (tar/call_shape.hpp: CallShape::index, 0 for a float32
+// allreduce, whose class is its size class) in one size class. A bfloat16 call moves half the
+// bytes of a float32 call of as many elements, and a reduce-scatter one phase: each calibrates
+// its own bounds.
+constexpr unsigned kSizeClassBits = 6;
+inline unsigned call_class(std::uint64_t bytes, unsigned shape) { return size_class(bytes) | (shape << kSizeClassBits); }
+inline unsigned size_class_of(unsigned call_class) { return call_class & ((1u << kSizeClassBits) - 1); }
 
 class DeadlineController {
  public:
   explicit DeadlineController(const DeadlineOptions& options) : options_(options) {}
 
-  // True while calls of this size class must still run exactly (calibration).
-  bool calibrating(unsigned size_class) const;
+  // True while calls of this class must still run exactly (calibration).
+  bool calibrating(unsigned call_class) const;
   // Phase times of an exact call: calibration, or (once calibrated) recalibration from the exact
   // calls that follow a loss-budget fallback. True when this call completed a (re)calibration:
   // the bounds are new, and the caller agrees them with the other ranks (agree_bounds).
-  bool record_calibration(const PhaseTimes& phase_us, double bytes);
+  bool record_calibration(unsigned call_class, const PhaseTimes& phase_us, double bytes);
   // This rank's bounds, encoded for the exchange with the other ranks.
   std::vector<std::byte> bounds_blob(unsigned size_class) const;
   // Every rank's blob (indexed by rank): the largest bound of each phase becomes everybody's.
@@ -70,14 +77,14 @@ class DeadlineController {
 
   // Feed the median of the stamps this rank saw in a bounded call, per phase (0: none seen), for
   // the call of `bytes` they describe.
-  void record_estimate(const PhaseTimes& estimate_us, double bytes);
+  void record_estimate(unsigned call_class, const PhaseTimes& estimate_us, double bytes);
 
   // The deadlines of a bounded call of this class. The all-gather moves as much data as the
   // scatter-reduce; it usually looks short only because it overlaps it, so it gets at least
   // half the scatter budget.
-  PhaseDeadlines bounded_budget(double bytes) const;
+  PhaseDeadlines bounded_budget(unsigned call_class, double bytes) const;
   // The calibrated bound tB of a phase (0 while calibrating).
-  double bound_us(TarPhase phase, double bytes) const;
+  double bound_us(TarPhase phase, unsigned call_class, double bytes) const;
   double cap_us() const { return options_.cap_us; }
 
   // Once every sender's last slice of a phase is in, the phase waits at most this for

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "optireduce/byte_order.hpp"
+#include "optireduce/elements/convert.hpp"
 #include "optireduce/engine/clock_us.hpp"
 #include "optireduce/engine/log.hpp"
 #include "optireduce/engine/tar/schedule.hpp"
@@ -59,42 +60,72 @@ CallKind Engine::choose_kind(unsigned cls) const {
   return CallKind::bounded;
 }
 
-CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t count, bool allow_bounded) {
+CallStats Engine::allreduce(const void* input, void* output, std::uint64_t count, ElementFormat format, bool allow_bounded) {
+  TarRequest call;
+  call.input = input;
+  call.output = output;
+  call.count = count;
+  call.shape = {Collective::allreduce, format};
+  return run_call(call, allow_bounded);
+}
+
+CallStats Engine::reduce_scatter(const void* input, void* output, std::span<const std::uint64_t> counts, ElementFormat format,
+                                 bool allow_bounded) {
+  if (counts.size() != static_cast<std::size_t>(state_.ranks)) {
+    CallStats stats;
+    stats.status = Invalid("a reduce-scatter takes one count per rank: " + std::to_string(counts.size()) + " counts for " +
+                           std::to_string(state_.ranks) + " ranks");
+    return stats;
+  }
+  TarRequest call;
+  call.input = input;
+  call.output = output;
+  for (std::uint64_t c : counts) call.count += c;
+  call.shape = {Collective::reduce_scatter, format};
+  call.blocks = counts;
+  return run_call(call, allow_bounded);
+}
+
+CallStats Engine::run_call(TarRequest call, bool allow_bounded) {
   const auto start = Clock::now();
   CallStats stats;
-  stats.entries = count;
+  stats.shape = call.shape;
+  stats.entries = call.shape.scatter_only() ? call.blocks[static_cast<std::size_t>(state_.rank)] : call.count;
   if (broken_) {
     stats.status = PeerError("an earlier call on this communicator failed");
     return stats;
   }
-  const unsigned cls = size_class(count * sizeof(float));
+  const unsigned cls = call.size_class = call_class(call.count * call.shape.element_bytes(), call.shape.index());
   // Over shared memory nothing is lost to a network: a bounded communicator's calls run exactly
   // there, over the faster of the engine and the MPI.
   stats.kind = allow_bounded && !step_aside_.eligible() ? choose_kind(cls) : CallKind::exact;
   stats.sequence = ++state_.calls;
   // The path of the call, in one place: the job's MPI where it measured faster (one host, shared
-  // memory: deadlines/step_aside.hpp), and while that is measured; bounded calls over the bounded
-  // transport; exact ones over the exact transport (then, while calibrating or after a fallback,
-  // a probe of the bounded transport when it is another one), or over the bootstrap when there
-  // is none.
-  const StepAside::Path aside = step_aside_.next(cls);
+  // memory: deadlines/step_aside.hpp; a float32 allreduce, what the MPI's own does), and while that
+  // is measured; bounded calls over the bounded transport; exact ones over the exact transport
+  // (then, while calibrating or after a fallback, a probe of the bounded transport when it is
+  // another one), or over the bootstrap when there is none.
+  const bool steps_aside = call.shape == CallShape{};
+  const StepAside::Path aside = steps_aside ? step_aside_.next(cls) : StepAside::Path::engine;
   if (aside == StepAside::Path::mpi) stats.kind = CallKind::mpi;
   if (aside == StepAside::Path::mpi || aside == StepAside::Path::mpi_sample) {
-    stats = exact_over_bootstrap(input, output, count, std::move(stats), start);
+    stats = exact_over_bootstrap(call, std::move(stats), start);
   } else if (stats.kind == CallKind::bounded) {
-    stats = run_tar(*bounded_path(), {input, output, count, cls, nullptr}, std::move(stats), start);
-  } else if (stats.kind == CallKind::calibration && calibrates_over_datagrams()) {
-    stats = calibrate_over_datagrams(input, output, count, std::move(stats), cls, start);
+    stats = run_tar(*bounded_path(), call, std::move(stats), start);
+  } else if (stats.kind == CallKind::calibration && calibrates_over_datagrams(call)) {
+    stats = calibrate_over_datagrams(call, std::move(stats), start);
   } else if (paths_.exact) {
     const bool probe_after = stats.kind != CallKind::exact && paths_.bounded != nullptr;
-    stats = run_tar(*paths_.exact, {input, output, count, cls, nullptr, !probe_after}, std::move(stats), start);
-    if (stats.ok() && probe_after) stats = probe(output, count, std::move(stats), cls, stats.latency_us);
+    TarRequest exact = call;
+    exact.teaches = !probe_after;
+    stats = run_tar(*paths_.exact, exact, std::move(stats), start);
+    if (stats.ok() && probe_after) stats = probe(call, std::move(stats), stats.latency_us);
   } else {
-    stats = exact_over_bootstrap(input, output, count, std::move(stats), start);
-    if (stats.ok() && stats.kind != CallKind::exact) stats = probe(output, count, std::move(stats), cls, stats.latency_us);
+    stats = exact_over_bootstrap(call, std::move(stats), start);
+    if (stats.ok() && stats.kind != CallKind::exact) stats = probe(call, std::move(stats), stats.latency_us);
   }
   if (!stats.ok() && stats.transport != "mpi") stats.status = agree_on_failure(stats.status);
-  if (stats.ok()) step_aside_.record(cls, aside, stats.latency_us, *state_.bootstrap);
+  if (stats.ok() && steps_aside) step_aside_.record(cls, aside, stats.latency_us, *state_.bootstrap);
   if (stats.kind == CallKind::bounded && stats.ok())
     state_.loss_budget.after_bounded_call(stats, state_.calls, *state_.bootstrap, state_.agreed);
   state_.agreed.injected_drops = state_.faults.injected_drops();
@@ -164,99 +195,134 @@ void Engine::drain_bounded_sends() {
   transport.abandon_queued_sends();
 }
 
-CallStats Engine::exact_over_bootstrap(const float* input, float* output, std::uint64_t count, CallStats stats,
-                                       Clock::time_point start) {
+CallStats Engine::exact_over_bootstrap(const TarRequest& call, CallStats stats, Clock::time_point start) {
   drain_bounded_sends();
   stats.transport = "mpi";
-  if (!state_.bootstrap->allreduce_sum(input, output, count)) {
-    stats.status = PeerError("the exact allreduce over the job's MPI failed");
-    stats.latency_us = us_since(start);
-    return stats;
+  bool ok = true;
+  if (call.shape == CallShape{}) {
+    ok = state_.bootstrap->allreduce_sum(static_cast<const float*>(call.input), static_cast<float*>(call.output), call.count);
+  } else {
+    // The bootstrap sums float32 over the whole buffer: 16-bit elements are widened into it, and
+    // what this rank returns (a reduce-scatter's block) is rounded back once.
+    std::vector<float> sums(call.count);
+    const ElementFormat format = call.shape.format;
+    if (format == ElementFormat::float32) std::memcpy(sums.data(), call.input, call.count * sizeof(float));
+    else widen(format, call.input, sums.data(), call.count);
+    ok = state_.bootstrap->allreduce_sum(sums.data(), sums.data(), call.count);
+    std::uint64_t from = 0, count = call.count;
+    if (call.shape.scatter_only()) {
+      for (int p = 0; p < state_.rank; ++p) from += call.blocks[static_cast<std::size_t>(p)];
+      count = call.blocks[static_cast<std::size_t>(state_.rank)];
+    }
+    if (ok && format == ElementFormat::float32) std::memcpy(call.output, sums.data() + from, count * sizeof(float));
+    else if (ok) narrow(format, sums.data() + from, call.output, count);
   }
   stats.latency_us = us_since(start);
+  if (!ok) {
+    stats.status = PeerError("the exact allreduce over the job's MPI failed");
+    return stats;
+  }
   stats.phase_us = {stats.latency_us, 0.0};
   return stats;
 }
 
-CallStats Engine::probe(const float* input, std::uint64_t count, CallStats stats, unsigned cls, double exact_us) {
+CallStats Engine::probe(const TarRequest& call, CallStats stats, double exact_us) {
   // The result is exact already. Now time the bounded transport on the same data, so that
   // bounded calls get the deadlines of the network they will run on, not those of the exact path.
-  state_.deadlines.note_exact_call(cls, exact_us);
+  // (A reduce-scatter's output is its block alone: its probe runs in place on the engine's buffer,
+  // whose values do not change what is timed.)
+  state_.deadlines.note_exact_call(call.size_class, exact_us);
   PhaseDeadlines budget;
-  budget.us.fill(state_.deadlines.probe_budget_us(cls));
-  const CallStats probed = run_tar(*bounded_path(), {input, probe_buffer(count), count, cls, &budget}, stats, Clock::now());
+  budget.us.fill(state_.deadlines.probe_budget_us(call.size_class));
+  TarRequest run = call;
+  run.probe = &budget;
+  run.output = probe_buffer(call.count * call.shape.element_bytes());
+  run.input = call.shape.scatter_only() ? run.output : call.output;
+  const CallStats probed = run_tar(*bounded_path(), run, stats, Clock::now());
   if (!probed.ok()) stats.status = probed.status;
-  else teach_calibration(cls, count, state_.my_estimate_us, probed);
+  else teach_calibration(call, state_.my_estimate_us, probed);
   stats.latency_us += probed.latency_us;
   return stats;
 }
 
-float* Engine::probe_buffer(std::uint64_t count) {
-  if (state_.probe_output.size() < count) state_.probe_output.resize(count);
+void* Engine::probe_buffer(std::uint64_t bytes) {
+  const std::uint64_t floats = (bytes + sizeof(float) - 1) / sizeof(float);
+  if (state_.probe_output.size() < floats) state_.probe_output.resize(floats);
   return state_.probe_output.data();
 }
 
-bool Engine::calibrates_over_datagrams() const {
+bool Engine::calibrates_over_datagrams(const TarRequest& call) const {
   // Over a bounded transport of its own that asks again for what it lost. The same answer on
-  // every rank.
-  return paths_.bounded != nullptr && state_.options.resend_rounds > 0 && !paths_.bounded->transport->traits().reliable;
+  // every rank. An allreduce only: whether a run was exact everywhere is decided from the lists
+  // of missing all-gather chunks that end it.
+  return !call.shape.scatter_only() && paths_.bounded != nullptr && state_.options.resend_rounds > 0 &&
+         !paths_.bounded->transport->traits().reliable;
 }
 
-CallStats Engine::calibrate_over_datagrams(const float* input, float* output, std::uint64_t count, CallStats stats,
-                                           unsigned cls, Clock::time_point start) {
+CallStats Engine::calibrate_over_datagrams(const TarRequest& call, CallStats stats, Clock::time_point start) {
   // One run of the path bounded calls take, timed as a probe is; where every rank got everything
   // (lost datagrams asked for again) its result is exact and the call is done. Otherwise the call
   // runs again over the exact path, which over a lossy network waits out the retransmissions a
   // datagram path avoids. In place, the run writes elsewhere: the exact run needs the input.
-  float* target = input == output ? probe_buffer(count) : output;
+  const std::uint64_t bytes = call.count * call.shape.element_bytes();
+  void* target = call.input == call.output ? probe_buffer(bytes) : call.output;
   PhaseDeadlines budget;
-  budget.us.fill(state_.deadlines.probe_budget_us(cls));
-  CallStats timed = run_tar(*bounded_path(), {input, target, count, cls, &budget, true, true}, stats, start);
+  budget.us.fill(state_.deadlines.probe_budget_us(call.size_class));
+  TarRequest run = call;
+  run.output = target;
+  run.probe = &budget;
+  run.exact_by_resends = true;
+  CallStats timed = run_tar(*bounded_path(), run, stats, start);
   if (!timed.ok()) return timed;
   // What it needed per phase (TarCall::teach_deadlines; a rerun overwrites it).
   const PhaseTimes needed = state_.my_estimate_us;
-  const CallStats run = timed;
+  const CallStats ran = timed;
   // Exact only where it is exact everywhere, which the run's ranks decided alike from their lists
   // of missing chunks (call/exactness.cpp): not over the job's MPI, which on a lossy network
   // rides the same lossy path over TCP.
   if (!timed.cut) {
-    if (target != output) std::memcpy(output, target, count * sizeof(float));
+    if (target != call.output) std::memcpy(call.output, target, bytes);
     timed.latency_us = us_since(start);
     timed.deadline_us = {};  // the run's budget bounded its wait, not its result
-    state_.deadlines.note_exact_call(cls, timed.latency_us);
-    teach_calibration(cls, count, needed, run);
+    state_.deadlines.note_exact_call(call.size_class, timed.latency_us);
+    teach_calibration(call, needed, ran);
     return timed;
   }
   ++state_.agreed.calibration_reruns;
   drain_bounded_sends();  // what peers may still wait for goes out before this rank blocks
   const auto rerun_from = Clock::now();
-  stats = paths_.exact ? run_tar(*paths_.exact, {input, output, count, cls, nullptr, false}, std::move(stats), start)
-                       : exact_over_bootstrap(input, output, count, std::move(stats), start);
+  TarRequest exact = call;
+  exact.teaches = false;
+  stats = paths_.exact ? run_tar(*paths_.exact, exact, std::move(stats), start) : exact_over_bootstrap(call, std::move(stats), start);
   if (!stats.ok()) return stats;
   // The run teaches no more than a probe beside this exact call could have taken.
-  state_.deadlines.note_exact_call(cls, us_since(rerun_from));
-  teach_calibration(cls, count, needed, run, state_.deadlines.probe_budget_us(cls));
+  state_.deadlines.note_exact_call(call.size_class, us_since(rerun_from));
+  teach_calibration(call, needed, ran, state_.deadlines.probe_budget_us(call.size_class));
   return stats;
 }
 
-void Engine::teach_calibration(unsigned cls, std::uint64_t count, const PhaseTimes& needed, const CallStats& run, double most_us) {
+void Engine::teach_calibration(const TarRequest& call, const PhaseTimes& needed, const CallStats& run, double most_us) {
   // A run's phase times are its budget when anything was lost (probe_estimate_us).
   PhaseTimes taught;
   for (std::size_t p = 0; p < kTarPhases; ++p)
     taught[p] = std::min(DeadlineController::probe_estimate_us(needed[p], run.phase_us[p]), most_us);
-  state_.record_calibration(taught, count * sizeof(float));
-  if (run.kind == CallKind::calibration) learn_pace(cls, count, run.latency_us);
+  state_.record_calibration(call.size_class, taught, call.count * call.shape.element_bytes());
+  if (run.kind == CallKind::calibration) learn_pace(call, run.latency_us);
 }
 
-void Engine::learn_pace(unsigned cls, std::uint64_t count, double call_us) {
-  // This rank's sends in all: its contributions to every other shard, its shard to every peer.
-  const double own = double(ShardLayout(count, state_.ranks, state_.options.chunk_elems).shard_size(state_.rank));
-  const double bytes = (double(count) - own + own * (state_.ranks - 1)) * sizeof(float);
+void Engine::learn_pace(const TarRequest& call, double call_us) {
+  // This rank's sends in all: its contributions to every other shard, and (an allreduce) its
+  // shard to every peer.
+  const double own = call.shape.scatter_only()
+                         ? double(call.blocks[static_cast<std::size_t>(state_.rank)])
+                         : double(ShardLayout(call.count, state_.ranks, state_.options.chunk_elems).shard_size(state_.rank));
+  const double gathered = call.shape.scatter_only() ? 0.0 : own * (state_.ranks - 1);
+  const double bytes = (double(call.count) - own + gathered) * double(call.shape.element_bytes());
   // The pace of the path bounded calls take, the fastest of the calibration's runs of it: the
   // exact calls may ride TCP, and one retransmission timeout there would throttle every bounded
   // call that follows.
   const double pace = state_.deadlines.pace_bytes_per_s(bytes, call_us);
-  if (!state_.deadlines.calibrating(cls)) bounded_path()->transport->suggest_pace(pace);
+  if (!state_.deadlines.calibrating(call.size_class)) bounded_path()->transport->suggest_pace(pace);
 }
 
 EngineState::EngineState(int rank_, int ranks_, std::uint64_t comm_id_, const EngineOptions& options_,

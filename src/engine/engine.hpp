@@ -1,11 +1,13 @@
-// One engine per communicator: its ranks, its transports, its buffers, its deadlines. One
-// operation: reduce a float buffer (sum) with the Transpose AllReduce, exactly or within a
-// deadline. It knows nothing of MPI: the bootstrap is what it needs of the job's own layer.
+// One engine per communicator: its ranks, its transports, its buffers, its deadlines. Two
+// operations, sums of float32, float16 or bfloat16 elements: an allreduce (the Transpose
+// AllReduce) and a reduce-scatter (its first phase alone), exactly or within a deadline. It knows
+// nothing of MPI: the bootstrap is what it needs of the job's own layer.
 #pragma once
 
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,10 +39,22 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // output[i] = sum over ranks of input[i]. input may equal output (in place). Reads input and
-  // writes output only while the call runs. `bounded` allows deadlines (once calibrated and
-  // unless the loss budget says otherwise); every rank must pass the same value.
-  CallStats allreduce_sum(const float* input, float* output, std::uint64_t count, bool bounded = false);
+  // output[i] = sum over ranks of input[i], `count` elements of `format`. input may equal output
+  // (in place). Reads input and writes output only while the call runs. `bounded` allows
+  // deadlines (once calibrated and unless the loss budget says otherwise). Every rank passes the
+  // same count, format and bounded. 16-bit elements travel as 16 bits; the owner of each element
+  // sums it in float32, in one fixed order, and rounds once: every rank gets the same bits.
+  CallStats allreduce(const void* input, void* output, std::uint64_t count, ElementFormat format, bool bounded = false);
+  CallStats allreduce_sum(const float* input, float* output, std::uint64_t count, bool bounded = false) {
+    return allreduce(input, output, count, ElementFormat::float32, bounded);
+  }
+  // Rank r's block of the sum over ranks: `input` holds every rank's block in rank order
+  // (counts[p] elements for rank p: one count per rank, the same on every rank, zeros allowed),
+  // `output` receives the sum of block r (counts[r] elements). In place (input == output) the
+  // input is read from `output`, and block r is written at its start. Bounded like an allreduce;
+  // what is still missing at the deadline is left out of the sum (never rescaled) and counted.
+  CallStats reduce_scatter(const void* input, void* output, std::span<const std::uint64_t> counts, ElementFormat format,
+                           bool bounded = false);
 
   int rank() const { return state_.rank; }
   int ranks() const { return state_.ranks; }
@@ -71,27 +85,27 @@ class Engine {
 
   // Bounded calls: over their own transport, else the exact one.
   TransportPath* bounded_path() { return paths_.bounded ? paths_.bounded.get() : paths_.exact.get(); }
-  CallKind choose_kind(unsigned size_class) const;
+  CallKind choose_kind(unsigned call_class) const;
+  // Either operation: `call` names the buffers, the shape, the count and the class.
+  CallStats run_call(TarRequest call, bool allow_bounded);
   CallStats run_tar(TransportPath& path, const TarRequest& request, CallStats stats, Clock::time_point start);
   // Exact calls over the bootstrap, for when no reliable transport is there.
-  CallStats exact_over_bootstrap(const float* input, float* output, std::uint64_t count, CallStats stats,
-                                 Clock::time_point start);
+  CallStats exact_over_bootstrap(const TarRequest& call, CallStats stats, Clock::time_point start);
   // Calibration and fallback calls whose bounded calls go over another transport: a timing run
   // of that transport on the same data teaches the deadlines (the result is already exact).
-  CallStats probe(const float* input, std::uint64_t count, CallStats stats, unsigned size_class, double exact_us);
+  CallStats probe(const TarRequest& call, CallStats stats, double exact_us);
   // Calibration over a bounded transport that may lose data: the call runs there first, exact by
   // resends where every rank got everything, and again over the exact path where some rank did not.
-  bool calibrates_over_datagrams() const;
-  CallStats calibrate_over_datagrams(const float* input, float* output, std::uint64_t count, CallStats stats,
-                                     unsigned size_class, Clock::time_point start);
+  bool calibrates_over_datagrams(const TarRequest& call) const;
+  CallStats calibrate_over_datagrams(const TarRequest& call, CallStats stats, Clock::time_point start);
   // Where a probe, or a calibration run in place, writes (the engine's buffer, grown as needed).
-  float* probe_buffer(std::uint64_t count);
+  void* probe_buffer(std::uint64_t bytes);
   // What a run of the bounded transport (`needed`: TarCall::teach_deadlines' estimates) teaches
   // the calibration of its class, each phase at most `most_us`; and, in calibration, the pace.
-  void teach_calibration(unsigned size_class, std::uint64_t count, const PhaseTimes& needed, const CallStats& run,
+  void teach_calibration(const TarRequest& call, const PhaseTimes& needed, const CallStats& run,
                          double most_us = std::numeric_limits<double>::infinity());
   // The pace of datagrams from a calibration run of the bounded transport.
-  void learn_pace(unsigned size_class, std::uint64_t count, double call_us);
+  void learn_pace(const TarRequest& call, double call_us);
   // Pushes out what an earlier call still queues on the bounded transport (briefly).
   void drain_bounded_sends();
   // After a call failed here, on every rank (each fails the same call, by its watchdog or by a

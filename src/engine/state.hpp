@@ -18,6 +18,7 @@
 #include "optireduce/engine/tar/hadamard_pipeline.hpp"
 #include "optireduce/engine/deadlines/loss_ledger.hpp"
 #include "optireduce/engine/tar/resend.hpp"
+#include "optireduce/engine/tar/call_shape.hpp"
 #include "optireduce/engine/tar/scatter_reduce.hpp"
 #include "optireduce/engine/engine/staging_pool.hpp"
 
@@ -38,6 +39,7 @@ struct EngineState {
   std::uint64_t epoch = 0;  // Transpose AllReduce runs over a transport (the wire's sequence)
   bool in_call = false;     // a call is running: its messages may land
   ShardLayout layout;       // of the call in progress (or the last one)
+  CallShape shape;          // likewise
 
   EarlyStore early;
   ScatterReduce scatter;
@@ -58,8 +60,8 @@ struct EngineState {
 
   // Feeds an exact call's phase times to the deadlines; when that completes a (re)calibration,
   // the ranks agree on the new bounds (collective at that call, the same call on every rank).
-  void record_calibration(const PhaseTimes& phase_us, std::uint64_t bytes) {
-    if (deadlines.record_calibration(phase_us, double(bytes))) agree_calibrated_bounds(deadlines, size_class(bytes), *bootstrap);
+  void record_calibration(unsigned call_class, const PhaseTimes& phase_us, std::uint64_t bytes) {
+    if (deadlines.record_calibration(call_class, phase_us, double(bytes))) agree_calibrated_bounds(deadlines, call_class, *bootstrap);
   }
 
   std::vector<int> send_order;  // shards in the order this rank's sends first need them
@@ -76,6 +78,7 @@ struct EngineState {
   } failure_notice;
   PhaseTimes my_estimate_us{};  // this rank's latest phase estimates (stamped into its messages)
   std::uint64_t my_estimate_bytes = 0;  // of the call they describe (0: none yet)
+  unsigned my_estimate_class = 0;       // and its class
   LossBudgetAgreement loss_budget;
   RejectCounts rejects;
   LateArrivals late;
@@ -92,7 +95,7 @@ struct EngineState {
   AgreedCounts agreed;
   CallStats last_call;
   std::size_t largest_call_bytes = 0;
-  std::vector<float> probe_output;  // where a probe of the bounded transport writes its result
+  std::vector<float> probe_output;  // where a probe of the bounded transport writes its result (any format)
 };
 
 }  // namespace optireduce

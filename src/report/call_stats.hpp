@@ -6,6 +6,7 @@
 #include <string>
 
 #include "optireduce/engine/deadlines/controller.hpp"
+#include "optireduce/engine/tar/call_shape.hpp"
 #include "optireduce/status.hpp"
 
 namespace optireduce {
@@ -19,7 +20,8 @@ struct CallStats {
   Status status;
   CallKind kind = CallKind::exact;
   std::uint64_t sequence = 0;         // call number on this communicator, from 1
-  std::uint64_t entries = 0;          // result entries
+  CallShape shape;                    // what it computed: collective and element format
+  std::uint64_t entries = 0;          // result entries (a reduce-scatter's: this rank's block)
   std::uint64_t dropped_entries = 0;  // entries that lacked a contribution or arrived nowhere
   std::uint64_t filled_entries = 0;   // of those, all-gather entries this rank had to fill in
   bool transformed = false;           // ran in the Hadamard domain

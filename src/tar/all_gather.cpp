@@ -1,12 +1,16 @@
 #include "optireduce/engine/tar/all_gather.hpp"
 
 #include <cstring>
+#include <vector>
+
+#include "optireduce/elements/convert.hpp"
 
 namespace optireduce {
 
-void AllGather::begin(const ShardLayout& layout, int rank) {
+void AllGather::begin(const ShardLayout& layout, int rank, ElementFormat format) {
   layout_ = layout;
   rank_ = rank;
+  format_ = format;
   seen_.assign(static_cast<std::size_t>(layout.ranks()) * layout.max_chunks(), 0);
   pending_.assign(static_cast<std::size_t>(layout.ranks()), 0);
   remaining_ = 0;
@@ -16,11 +20,12 @@ void AllGather::begin(const ShardLayout& layout, int rank) {
   last_arrival_ = Clock::now();
 }
 
-Accepted AllGather::accept(int owner, std::uint32_t chunk, const InboundMessage& message, float* target) {
+Accepted AllGather::accept(int owner, std::uint32_t chunk, const InboundMessage& message, std::byte* target) {
   auto& seen = seen_[index(owner, chunk)];
   if (seen) return Accepted::duplicate;
   const Extent e = layout_.chunk(owner, chunk);
-  if (!message.copy_payload({reinterpret_cast<std::byte*>(target + e.offset), e.length * sizeof(float)}))
+  const std::size_t bytes = element_bytes(format_);
+  if (!message.copy_payload({target + e.offset * bytes, e.length * bytes}))
     return Accepted::unreadable;
   seen = 1;
   --remaining_;
@@ -38,7 +43,9 @@ std::uint64_t AllGather::missing_entries() const {
   return entries;
 }
 
-void AllGather::fill_missing(float* target, FillPolicy policy, const float* own_input, LossLedger& ledger) {
+void AllGather::fill_missing(std::byte* target, FillPolicy policy, const std::byte* own_input, LossLedger& ledger) {
+  const std::size_t bytes = element_bytes(format_);
+  std::vector<float> widened;
   for (int p = 0; p < layout_.ranks(); ++p) {
     if (p == rank_) continue;
     for (std::uint32_t c = 0; c < layout_.chunks_in_shard(p); ++c) {
@@ -46,14 +53,21 @@ void AllGather::fill_missing(float* target, FillPolicy policy, const float* own_
       if (seen) continue;
       seen = 1;
       const Extent e = layout_.chunk(p, c);
-      float* dst = target + e.offset;
+      std::byte* dst = target + e.offset * bytes;
       if (policy == FillPolicy::zero) {
-        std::memset(dst, 0, e.length * sizeof(float));
-      } else {
+        std::memset(dst, 0, e.length * bytes);
+      } else if (format_ == ElementFormat::float32) {
         // This rank's own contribution times N: an unbiased guess of the sum.
-        const float* own = own_input + e.offset;
+        const auto* own = reinterpret_cast<const float*>(own_input) + e.offset;
         const auto n = static_cast<float>(layout_.ranks());
-        for (std::uint32_t i = 0; i < e.length; ++i) dst[i] = own[i] * n;
+        for (std::uint32_t i = 0; i < e.length; ++i) reinterpret_cast<float*>(dst)[i] = own[i] * n;
+      } else {
+        // The same in float32, rounded once to the call's format.
+        widened.resize(e.length);
+        widen(format_, own_input + e.offset * bytes, widened.data(), e.length);
+        const auto n = static_cast<float>(layout_.ranks());
+        for (float& v : widened) v *= n;
+        narrow(format_, widened.data(), dst, e.length);
       }
       ledger.fill(ledger.global_chunk(p, c), e.length);
     }

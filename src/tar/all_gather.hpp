@@ -14,12 +14,12 @@ namespace optireduce {
 
 class AllGather {
  public:
-  void begin(const ShardLayout& layout, int rank);
+  void begin(const ShardLayout& layout, int rank, ElementFormat format = ElementFormat::float32);
 
   // A reduced chunk of `owner`'s shard, written straight into place in `target` (the caller's
   // output, or staging in the Hadamard domain). The copy completes before this returns, so
   // nothing writes into the caller's buffer after the call is over.
-  Accepted accept(int owner, std::uint32_t chunk, const InboundMessage& message, float* target);
+  Accepted accept(int owner, std::uint32_t chunk, const InboundMessage& message, std::byte* target);
   bool has(int owner, std::uint32_t chunk) const { return seen_[index(owner, chunk)] != 0; }
   // Closes a chunk that is not coming (a late copy must not overwrite the fill, or land after
   // decoding).
@@ -27,7 +27,7 @@ class AllGather {
 
   // Writes the fill of every chunk that never came, counting it in `ledger`. `own_input` is
   // this rank's staged contribution (for the local fill).
-  void fill_missing(float* target, FillPolicy policy, const float* own_input, LossLedger& ledger);
+  void fill_missing(std::byte* target, FillPolicy policy, const std::byte* own_input, LossLedger& ledger);
 
   bool complete() const { return remaining_ == 0; }
   // The chunks of `owner`'s shard that have not come (what a resend request names).
@@ -50,6 +50,7 @@ class AllGather {
 
   ShardLayout layout_;
   int rank_ = 0;
+  ElementFormat format_ = ElementFormat::float32;
   std::vector<std::uint8_t> seen_;       // [owner][chunk], stride max_chunks
   std::vector<std::uint32_t> pending_;   // per shard: chunks still to come
   std::uint64_t remaining_ = 0, expected_ = 0;

@@ -63,7 +63,7 @@ void FillAgreement::accept(int source, std::size_t piece, const WireHeader& h, c
   if (++pieces_in_[source] == pieces_per_rank_) ++complete_sources_;
 }
 
-void FillAgreement::apply_union(AllGather& gather, float* target, LossLedger& ledger, int rank,
+void FillAgreement::apply_union(AllGather& gather, std::byte* target, std::size_t element_bytes, LossLedger& ledger, int rank,
                                 const std::function<void(int)>& changed) const {
   for (int p = 0; p < layout_.ranks(); ++p)
     for (std::uint32_t c = 0; c < layout_.chunks_in_shard(p); ++c) {
@@ -72,7 +72,7 @@ void FillAgreement::apply_union(AllGather& gather, float* target, LossLedger& le
       // A chunk this rank lacks too is filled (and counted) by AllGather::fill_missing.
       if (p != rank && !gather.has(p, c)) continue;
       const Extent e = layout_.chunk(p, c);
-      std::memset(target + e.offset, 0, e.length * sizeof(float));
+      std::memset(target + e.offset * element_bytes, 0, e.length * element_bytes);
       ledger.fill(g, e.length);
       changed(p);
     }

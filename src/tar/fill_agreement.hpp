@@ -50,7 +50,8 @@ class FillAgreement {
 
   // Closes the union on this rank: a chunk some rank lacks is zeroed here too (even where it
   // arrived, and at its owner), counted as filled. Calls changed(owner) for every shard touched.
-  void apply_union(AllGather& gather, float* target, LossLedger& ledger, int rank,
+  // `target` holds elements of `element_bytes` each.
+  void apply_union(AllGather& gather, std::byte* target, std::size_t element_bytes, LossLedger& ledger, int rank,
                    const std::function<void(int owner)>& changed) const;
 
  private:

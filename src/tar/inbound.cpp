@@ -5,8 +5,11 @@ namespace {
 
 InboundKind classify_chunk(const InboundMessage& message, const CallView& call, Inbound& in) {
   const WireHeader& h = in.header;
-  if (h.total != call.layout->total() || message.payload_size != static_cast<std::size_t>(h.length) * sizeof(float))
+  if (h.total != call.layout->total() || h.shape() != call.shape ||
+      message.payload_size != static_cast<std::size_t>(h.length) * call.element_bytes)
     return InboundKind::misplaced;
+  // A reduce-scatter has no all-gather.
+  if (h.kind == MessageKind::gather_chunk && call.scatter_only) return InboundKind::misplaced;
   const int owner = h.kind == MessageKind::scatter_chunk ? call.rank : static_cast<int>(h.source);
   const auto c = call.layout->chunk_index(owner, h.offset, h.length);
   if (!c) return InboundKind::misplaced;

@@ -16,7 +16,7 @@ enum class InboundKind {
   stale,          // a call that is over (or between calls: the caller's buffer is theirs)
   early,          // a later call (a peer ahead of this rank)
   ignored,        // a "done" of another call: normal once sends drained
-  misplaced,      // extent or payload length not a chunk this rank expects
+  misplaced,      // extent, payload length or call shape not a chunk this rank expects
   peer_done,
   scatter_chunk,  // `chunk` is the index within this rank's shard
   gather_chunk,   // `chunk` is the index within the sender's shard
@@ -40,6 +40,9 @@ struct CallView {
   std::uint64_t epoch = 0;  // the call in progress, or the last one
   bool in_call = false;
   const ShardLayout* layout = nullptr;  // of the call in progress
+  unsigned shape = 0;                   // of the call in progress (CallShape::index)
+  std::size_t element_bytes = 4;        // of its elements
+  bool scatter_only = false;            // a reduce-scatter: no all-gather
 };
 
 Inbound classify(const InboundMessage& message, const CallView& call);

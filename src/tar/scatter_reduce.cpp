@@ -4,19 +4,24 @@
 #include <cstdint>
 #include <cstring>
 
+#include "optireduce/elements/convert.hpp"
 #include "optireduce/engine/tar/float_sum.hpp"
 
 namespace optireduce {
 
-void ScatterReduce::begin(const ShardLayout& layout, int rank, std::uint32_t last_slices) {
+void ScatterReduce::begin(const ShardLayout& layout, int rank, std::uint32_t last_slices, ElementFormat format) {
   layout_ = layout;
+  format_ = format;
+  element_bytes_ = element_bytes(format);
   rank_ = rank;
   ranks_ = layout.ranks();
   last_slices_ = last_slices;
   chunks_ = layout.chunks_in_shard(rank);
   reduced_ = 0;
   stride_ = layout.shard_size(rank);
-  if (slots_.size() < stride_ * static_cast<std::uint64_t>(ranks_ - 1)) slots_.resize(stride_ * (ranks_ - 1));
+  if (slots_.size() < stride_ * static_cast<std::uint64_t>(ranks_ - 1) * element_bytes_)
+    slots_.resize(stride_ * (ranks_ - 1) * element_bytes_);
+  if (format != ElementFormat::float32 && running_.size() < stride_) running_.resize(stride_);
   contributors_.assign(chunks_, 0);
   added_.assign(chunks_, 0);
   sources_.reserve(static_cast<std::size_t>(ranks_));
@@ -30,11 +35,12 @@ void ScatterReduce::begin(const ShardLayout& layout, int rank, std::uint32_t las
     for (std::uint32_t c = 0; c < chunks_; ++c) ready_.push_back(c);
 }
 
-void ScatterReduce::bind(const float* own, float* result, float* output, bool add_on_arrival) {
-  own_ = own;
-  result_ = result;
-  output_ = output;
+void ScatterReduce::bind(const void* own, void* result, void* output, bool add_on_arrival, std::uint64_t origin) {
+  own_ = static_cast<const std::byte*>(own);
+  result_ = static_cast<std::byte*>(result);
+  output_ = static_cast<std::byte*>(output);
   add_on_arrival_ = add_on_arrival;
+  origin_ = origin;
 }
 
 Accepted ScatterReduce::accept(int source, std::uint32_t chunk, const InboundMessage& message) {
@@ -42,7 +48,7 @@ Accepted ScatterReduce::accept(int source, std::uint32_t chunk, const InboundMes
   if (seen) return Accepted::duplicate;
   if (closed_[chunk]) return Accepted::closed;  // closed at the deadline without it
   const Extent e = layout_.chunk(rank_, chunk);
-  const std::size_t bytes = e.length * sizeof(float);
+  const std::size_t bytes = e.length * element_bytes_;
   const bool its_turn = add_on_arrival_ && place_of(source) == static_cast<int>(added_[chunk]) + 1;
   // In its turn, a payload the transport holds is added from there; anything else waits in its
   // slot (and is added from it at once when its turn has come).
@@ -52,7 +58,7 @@ Accepted ScatterReduce::accept(int source, std::uint32_t chunk, const InboundMes
   if (held) {
     ++added_on_arrival_;
   } else {
-    if (!message.copy_payload({reinterpret_cast<std::byte*>(slot(source, e.offset - layout_.shard_begin(rank_))), bytes}))
+    if (!message.copy_payload({slot(source, e.offset - layout_.shard_begin(rank_)), bytes}))
       return Accepted::unreadable;
     ++waited_in_slot_;
   }
@@ -73,10 +79,9 @@ bool ScatterReduce::count_in(std::uint8_t& seen, std::uint32_t chunk) {
 
 void ScatterReduce::add_in_order(std::uint32_t chunk, const Extent& e, const void* arrived, bool to_the_end) {
   const std::uint64_t rel = e.offset - layout_.shard_begin(rank_);
-  float* sum = result_ + e.offset;
   std::uint32_t& added = added_[chunk];
   sources_.clear();
-  sources_.push_back(added ? static_cast<const void*>(sum) : static_cast<const void*>(own_ + e.offset));
+  sources_.push_back(nullptr);  // where the pass starts from: sum_pass fills it in
   int next = static_cast<int>(added) + 1;
   if (arrived) {
     sources_.push_back(arrived);
@@ -87,13 +92,33 @@ void ScatterReduce::add_in_order(std::uint32_t chunk, const Extent& e, const voi
     if (seen_at(peer, chunk)) sources_.push_back(slot(peer, rel));
     else if (!to_the_end) break;
   }
-  // Once every place is in the sum, this pass makes the final one: it writes the output too.
-  float* also = next == ranks_ && output_ ? output_ + e.offset : nullptr;
+  // Once every place is in the sum, this pass makes the final one: it writes the output too, and
+  // rounds a widened sum.
+  const bool final = next == ranks_;
   // A pass is due for something new to add, for the own contribution alone (the sum starts from
-  // it), or for the output's copy.
-  if (sources_.size() > 1 || added == 0 || also)
-    sum_in_order(sources_.data(), static_cast<int>(sources_.size()), sum, also, e.length);
+  // it), or for the final sum's copy or rounding.
+  if (sources_.size() > 1 || added == 0 || (final && (output_ || format_ != ElementFormat::float32)))
+    sum_pass(e, added == 0, final);
   added = static_cast<std::uint32_t>(next - 1);
+}
+
+void ScatterReduce::sum_pass(const Extent& e, bool first, bool final) {
+  std::byte* sum = result_ + (e.offset - origin_) * element_bytes_;
+  std::byte* also = final && output_ ? output_ + (e.offset - origin_) * element_bytes_ : nullptr;
+  const std::byte* own = own_ + e.offset * element_bytes_;
+  if (format_ == ElementFormat::float32) {
+    // The running sum is the result itself.
+    sources_[0] = first ? static_cast<const void*>(own) : static_cast<const void*>(sum);
+    sum_in_order(sources_.data(), static_cast<int>(sources_.size()), reinterpret_cast<float*>(sum),
+                 reinterpret_cast<float*>(also), e.length);
+    return;
+  }
+  float* running = running_.data() + (e.offset - layout_.shard_begin(rank_));
+  sources_[0] = own;
+  const bool from_own = first;
+  WidenedSum pass{format_, from_own ? nullptr : running, sources_.data() + (from_own ? 0 : 1),
+                  static_cast<int>(sources_.size()) - (from_own ? 0 : 1), running, final ? sum : nullptr, also};
+  sum_widened(pass, e.length);
 }
 
 std::optional<std::uint32_t> ScatterReduce::next_ready() {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "optireduce/elements/format.hpp"
 #include "optireduce/engine/tar/shard_layout.hpp"
 #include "optireduce/transport.hpp"
 
@@ -30,16 +31,20 @@ inline int summation_source(int owner, int ranks, int place) { return (owner - p
 // they send to it (rank-1, rank-2, ..., as tar_schedule's rotation has them), so every run and
 // every rank get the same bits whatever the arrival order. A contribution that arrives when every
 // one before it in that order is in is added at once, from where the transport holds it, into the
-// chunk's running sum; one that arrives ahead of its turn waits in a slot.
+// chunk's running sum; one that arrives ahead of its turn waits in a slot. 16-bit contributions
+// are widened: their running sum is float32 (kept here), rounded once when the chunk's last
+// contribution is in (elements/convert.hpp).
 class ScatterReduce {
  public:
-  void begin(const ShardLayout& layout, int rank, std::uint32_t last_slices);
+  void begin(const ShardLayout& layout, int rank, std::uint32_t last_slices, ElementFormat format = ElementFormat::float32);
   // Where this call's sums go, for the whole call: `own` is this rank's contribution (the input's
-  // own shard; may be `result` or `output`), `result` where the running and final sums are written
-  // (what the all-gather sends read), `output`, unless null, a second copy of each final sum.
-  // `add_on_arrival` off keeps every contribution in a slot until the reduce (where `own` is not
-  // readable before it: the Hadamard domain's encoding worker writes it meanwhile).
-  void bind(const float* own, float* result, float* output, bool add_on_arrival);
+  // own shard; may be `result` or `output`), `result` where the final sums are written (and a
+  // float32 call's running ones: what the all-gather sends read), `output`, unless null, a second
+  // copy of each final sum. `result` and `output` hold the whole buffer from element `origin` on
+  // (a reduce-scatter's block: its shard's begin). `add_on_arrival` off keeps every contribution
+  // in a slot until the reduce (where `own` is not readable before it: the Hadamard domain's
+  // encoding worker writes it meanwhile).
+  void bind(const void* own, void* result, void* output, bool add_on_arrival, std::uint64_t origin = 0);
 
   // A contribution of `source` to own chunk `chunk` (validated by the caller), during the
   // transport's callback.
@@ -65,7 +70,7 @@ class ScatterReduce {
   bool expects_data() const { return chunks_ > 0; }
   double received_fraction() const { return expected_ ? double(received_) / double(expected_) : 1.0; }
   Clock::time_point last_arrival() const { return last_arrival_; }
-  std::size_t buffer_bytes() const { return slots_.capacity() * sizeof(float); }
+  std::size_t buffer_bytes() const { return slots_.capacity() + running_.capacity() * sizeof(float); }
   // Contributions added where the transport held them, and those that waited in a slot.
   std::uint64_t added_on_arrival() const { return added_on_arrival_; }
   std::uint64_t waited_in_slot() const { return waited_in_slot_; }
@@ -76,7 +81,9 @@ class ScatterReduce {
   // Whether `source`'s contribution to `chunk` came (counted in by count_in).
   std::uint8_t& seen_at(int source, std::uint32_t chunk) { return seen_[static_cast<std::size_t>(source) * chunks_ + chunk]; }
   std::uint8_t seen_at(int source, std::uint32_t chunk) const { return seen_[static_cast<std::size_t>(source) * chunks_ + chunk]; }
-  float* slot(int source, std::uint64_t rel) { return slots_.data() + (source < rank_ ? source : source - 1) * stride_ + rel; }
+  std::byte* slot(int source, std::uint64_t rel) {
+    return slots_.data() + ((source < rank_ ? source : source - 1) * stride_ + rel) * element_bytes_;
+  }
   // The peer at place `k` (1 ..< ranks) of the summation order, and a peer's place in it.
   int peer_at(int k) const { return summation_source(rank_, ranks_, k); }
   int place_of(int source) const { return (rank_ - source + ranks_) % ranks_; }
@@ -84,22 +91,29 @@ class ScatterReduce {
   // unless null) and then every contribution waiting in a slot whose turn has come; with
   // `to_the_end`, every contribution still in (the chunk is being closed).
   void add_in_order(std::uint32_t chunk, const Extent& e, const void* arrived, bool to_the_end);
+  // One pass over sources_ (in order) into chunk `e`'s sum; `first` when nothing of it is summed
+  // yet, `final` when the pass completes it.
+  void sum_pass(const Extent& e, bool first, bool final);
 
   ShardLayout layout_;
   int rank_ = 0, ranks_ = 1;
   std::uint32_t chunks_ = 0, reduced_ = 0, last_slices_ = 1;
-  std::uint64_t stride_ = 0;                 // floats per source in slots_
-  std::vector<float> slots_;                 // contributions that came ahead of their turn, one stride per peer
-  std::vector<const void*> sources_;         // what one pass of the sum reads, in order
+  ElementFormat format_ = ElementFormat::float32;
+  std::size_t element_bytes_ = 4;
+  std::uint64_t stride_ = 0;                 // elements per source in slots_
+  std::vector<std::byte> slots_;             // contributions that came ahead of their turn, one stride per peer
+  std::vector<float> running_;               // 16-bit calls: the own shard's running sums
+  std::vector<const void*> sources_;         // what one pass of the sum adds, in order
   std::vector<std::uint32_t> contributors_;  // per own chunk: contributions in
   std::vector<std::uint32_t> added_;         // per own chunk: places of the order in its running sum (0: none yet)
   static constexpr std::uint8_t kClosedExact = 1, kClosedPartial = 2;
   std::vector<std::uint8_t> closed_;         // per own chunk: 0 open, else reduced (later contributions are stale)
   std::vector<std::uint8_t> seen_;           // [source][chunk]
   std::vector<std::uint32_t> ready_;
-  const float* own_ = nullptr;
-  float* result_ = nullptr;
-  float* output_ = nullptr;
+  const std::byte* own_ = nullptr;
+  std::byte* result_ = nullptr;
+  std::byte* output_ = nullptr;
+  std::uint64_t origin_ = 0;
   bool add_on_arrival_ = false;
   std::uint64_t received_ = 0, expected_ = 0;
   std::uint64_t added_on_arrival_ = 0, waited_in_slot_ = 0;

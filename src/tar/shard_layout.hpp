@@ -1,11 +1,15 @@
-// How one call's buffer is cut: N contiguous, balanced shards (rank p owns shard p), each cut
-// into chunks of at most `chunk_elems` elements, the unit of pipelining and of loss.
+// How one call's buffer is cut: N contiguous shards (rank p owns shard p), balanced or of the sizes
+// a reduce-scatter's counts give, each cut into chunks of at most `chunk_elems` elements, the
+// unit of pipelining and of loss.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <span>
+#include <vector>
 
 namespace optireduce {
 
@@ -19,12 +23,24 @@ class ShardLayout {
   ShardLayout() = default;
   ShardLayout(std::uint64_t total, int ranks, std::uint32_t chunk_elems)
       : total_(total), ranks_(ranks), chunk_elems_(std::max<std::uint32_t>(chunk_elems, 1)) {}
+  // Shard p holds shard_sizes[p] elements (a reduce-scatter's counts; zeros allowed).
+  ShardLayout(std::span<const std::uint64_t> shard_sizes, std::uint32_t chunk_elems)
+      : ranks_(static_cast<int>(shard_sizes.size())), chunk_elems_(std::max<std::uint32_t>(chunk_elems, 1)) {
+    auto begins = std::make_shared<std::vector<std::uint64_t>>(shard_sizes.size() + 1, 0);
+    for (std::size_t p = 0; p < shard_sizes.size(); ++p) {
+      (*begins)[p + 1] = (*begins)[p] + shard_sizes[p];
+      max_chunks_ = std::max(max_chunks_, static_cast<std::uint32_t>((shard_sizes[p] + chunk_elems_ - 1) / chunk_elems_));
+    }
+    total_ = begins->back();
+    begins_ = std::move(begins);
+  }
 
   std::uint64_t total() const { return total_; }
   int ranks() const { return ranks_; }
   std::uint32_t chunk_elems() const { return chunk_elems_; }
 
   std::uint64_t shard_begin(int p) const {
+    if (begins_) return (*begins_)[static_cast<std::size_t>(p)];
     const std::uint64_t base = total_ / ranks_, extra = total_ % ranks_;
     return static_cast<std::uint64_t>(p) * base + std::min<std::uint64_t>(p, extra);
   }
@@ -32,7 +48,8 @@ class ShardLayout {
   std::uint32_t chunks_in_shard(int p) const {
     return static_cast<std::uint32_t>((shard_size(p) + chunk_elems_ - 1) / chunk_elems_);
   }
-  std::uint32_t max_chunks() const { return chunks_in_shard(0); }  // shard 0 is never smaller
+  // Balanced, shard 0 is never smaller.
+  std::uint32_t max_chunks() const { return begins_ ? max_chunks_ : chunks_in_shard(0); }
 
   Extent chunk(int p, std::uint32_t c) const {
     const std::uint64_t start = static_cast<std::uint64_t>(c) * chunk_elems_;
@@ -54,6 +71,9 @@ class ShardLayout {
   std::uint64_t total_ = 0;
   int ranks_ = 1;
   std::uint32_t chunk_elems_ = 1;
+  // Shards of given sizes: where each begins, and the end (shared: a layout is copied per call).
+  std::shared_ptr<const std::vector<std::uint64_t>> begins_;
+  std::uint32_t max_chunks_ = 0;
 };
 
 }  // namespace optireduce

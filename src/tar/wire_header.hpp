@@ -46,6 +46,11 @@ struct WireHeader {
   // On a missing list sent again: the receiver answers with its own (the sender still waits for
   // it, or for word that the receiver has decided).
   static constexpr std::uint16_t kFlagWantsAnswer = 1u << 9;
+  // What the call computes (tar/call_shape.hpp: its element format, and whether it is a
+  // reduce-scatter), on every message of the call: chunks of a call of another shape are refused.
+  static constexpr unsigned kShapeShift = 10;
+  static constexpr std::uint16_t kShapeMask = 0x7u << kShapeShift;
+  static std::uint16_t shape_flags(unsigned shape_index) { return static_cast<std::uint16_t>(shape_index << kShapeShift); }
   static std::uint16_t last_slice_flags(std::uint32_t follow) {
     return static_cast<std::uint16_t>(kFlagLastSlice | (std::min<std::uint32_t>(follow, 3) << kFollowShift));
   }
@@ -55,7 +60,7 @@ struct WireHeader {
   std::uint32_t source = 0;   // sending rank
   std::uint64_t comm_id = 0;  // identifies job and communicator
   std::uint64_t epoch = 0;    // Transpose AllReduce run on this communicator, from 1
-  std::uint64_t total = 0;    // element count of the call
+  std::uint64_t total = 0;    // element count of the call (a reduce-scatter's: of its input)
   std::uint64_t offset = 0;   // first element carried, in the whole buffer
   std::uint32_t length = 0;   // elements carried
   // The sender's latest estimate of how long each phase needs to receive everything
@@ -67,6 +72,7 @@ struct WireHeader {
   bool partial() const { return flags & kFlagPartial; }
   unsigned resend_round() const { return (flags & kResendRoundMask) >> kResendRoundShift; }
   unsigned slices_to_follow() const { return (flags & kFollowMask) >> kFollowShift; }
+  unsigned shape() const { return (flags & kShapeMask) >> kShapeShift; }
 };
 
 using EncodedHeader = std::span<std::byte, WireHeader::kEncodedSize>;

@@ -39,6 +39,7 @@
 #include "optireduce/engine/tar/shard_layout.hpp"
 #include "optireduce/engine/tar/wire_header.hpp"
 #include "inproc_transport.hpp"
+#include "first_copy_loss.hpp"
 #include "owner_order_sum.hpp"
 
 namespace optireduce {
@@ -465,25 +466,6 @@ TEST_P(BoundedEngineLoss, DroppedFractionFollowsTheRateAndErrorFollowsTheDropped
 
 INSTANTIATE_TEST_SUITE_P(Rates, BoundedEngineLoss, ::testing::Values(0.05, 0.2));
 
-// A network that loses every 16th data message the first time it is sent, never the same one
-// twice: datagrams lost on the way, as a datagram transport sees them (not chunks discarded at
-// the receiver, which fault injection models and which no resend brings back).
-class FirstCopyLoss {
- public:
-  bool operator()(int from, int to, std::span<const std::byte> header) {
-    WireHeader h;
-    if (!decode(header, h)) return false;
-    std::lock_guard lock(mutex_);
-    if (++sent_ % 16 != 0) return false;
-    return lost_.emplace(from, to, static_cast<int>(h.kind), h.epoch, h.offset).second;
-  }
-
- private:
-  std::mutex mutex_;
-  std::uint64_t sent_ = 0;
-  std::set<std::tuple<int, int, int, std::uint64_t, std::uint64_t>> lost_;
-};
-
 // Over a transport with UCX's traits (reliable, ordered, sends not abandoned) rank 1 is slow to
 // send rank 0 one chunk of `kind` (at `offset`: the last of a shard, so the rest are likely in) in
 // every other call after calibration, long past any deadline.
@@ -650,7 +632,7 @@ TEST(BoundedEngine, ResendsRepairWhatTheNetworkLost) {
     SCOPED_TRACE("OPTIREDUCE_RESEND_ROUNDS=" + std::to_string(rounds));
     EngineOptions options = bounded_options(0.0, calibration, 1.0);
     options.resend_rounds = rounds;
-    auto loss = std::make_shared<FirstCopyLoss>();
+    auto loss = std::make_shared<testing::FirstCopyLoss>();
     testing::InProcNetwork network;
     network.traits.can_abandon_sends = true;  // as udp/ claims: the scatter sends read the caller's input
     network.drop = [loss](int from, int to, std::span<const std::byte> header) { return (*loss)(from, to, header); };
@@ -719,7 +701,7 @@ TEST(BoundedEngine, CalibrationRunsOverTheLossyPathAndStaysExact) {
   for (const Case& net : {Case{"first copies lost", true}, Case{"rank 1 never reaches rank 2", false}}) {
     SCOPED_TRACE(net.what);
     EngineOptions options = bounded_options(0.0, calibration, 1.0);
-    auto loss = std::make_shared<FirstCopyLoss>();
+    auto loss = std::make_shared<testing::FirstCopyLoss>();
     testing::InProcNetwork network;
     network.traits.can_abandon_sends = true;
     if (net.repairable)
@@ -762,7 +744,7 @@ class ListCopiesLoss {
   }
 
  private:
-  FirstCopyLoss others_;
+  testing::FirstCopyLoss others_;
   std::mutex mutex_;
   std::map<std::tuple<int, int, std::uint64_t>, int> sent_;
 };

@@ -15,11 +15,12 @@ TEST(FillAgreement, TheUnionOfTheListsIsFilledEverywhere) {
   AllGather gather;
   gather.begin(layout, 0);
   std::vector<float> target(40, 7.0f);
+  auto* bytes = reinterpret_cast<std::byte*>(target.data());
   std::vector<float> chunk(5, 3.0f);
   InboundMessage m;
   m.payload = std::span<const std::byte>(reinterpret_cast<const std::byte*>(chunk.data()), 20);
   m.payload_size = 20;
-  for (std::uint32_t c : {0u, 1u, 3u}) ASSERT_EQ(gather.accept(1, c, m, target.data()), Accepted::taken);  // chunk 2 lost
+  for (std::uint32_t c : {0u, 1u, 3u}) ASSERT_EQ(gather.accept(1, c, m, bytes), Accepted::taken);  // chunk 2 lost
 
   FillAgreement fill;
   fill.begin(layout, ledger.total_chunks(), 1);  // one byte per piece
@@ -42,8 +43,8 @@ TEST(FillAgreement, TheUnionOfTheListsIsFilledEverywhere) {
   fill.accept(1, *piece, h, list);
   EXPECT_TRUE(fill.complete(2));
   int changed = 0;
-  fill.apply_union(gather, target.data(), ledger, 0, [&](int owner) { changed += owner == 0; });
-  gather.fill_missing(target.data(), FillPolicy::zero, target.data(), ledger);
+  fill.apply_union(gather, bytes, sizeof(float), ledger, 0, [&](int owner) { changed += owner == 0; });
+  gather.fill_missing(bytes, FillPolicy::zero, bytes, ledger);
   EXPECT_EQ(changed, 1);
   for (int i = 5; i < 10; ++i) EXPECT_EQ(target[i], 0.0f) << "own chunk 1, lacked by the peer";
   for (int i = 30; i < 35; ++i) EXPECT_EQ(target[i], 0.0f) << "chunk 2 of shard 1, lost here";

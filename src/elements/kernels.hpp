@@ -1,0 +1,95 @@
+// The conversion loops, compiled once per level (elements/scalar.cpp, f16c.cpp, avx512.cpp, each
+// with its own flags); elements/convert.cpp picks one at run time. Each level supplies Lanes:
+// widen and narrow of whole vectors' worth of elements (the scalar reference does the tail).
+// Everything here is in an anonymous namespace, so each translation unit keeps its own copy.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "optireduce/elements/convert.hpp"
+#include "optireduce/elements/scalar_convert.hpp"
+
+namespace optireduce::elements_detail {
+
+struct Kernels {
+  void (*widen)(ElementFormat, const void*, float*, std::size_t);
+  void (*narrow)(ElementFormat, const float*, void*, std::size_t);
+  void (*sum_widened)(const WidenedSum&, std::size_t);
+};
+
+Kernels scalar_kernels();
+Kernels f16c_kernels();
+Kernels avx512_kernels();
+
+namespace {
+
+// A block stays in L1 while every source is added to it.
+constexpr std::size_t kBlock = 1024;
+
+inline std::uint16_t load16(const void* p, std::size_t i) {
+  std::uint16_t v;
+  std::memcpy(&v, static_cast<const std::byte*>(p) + 2 * i, 2);
+  return v;
+}
+inline void store16(void* p, std::size_t i, std::uint16_t v) { std::memcpy(static_cast<std::byte*>(p) + 2 * i, &v, 2); }
+
+// From element `from` on, one at a time.
+inline void widen_tail(ElementFormat f, const void* in, float* out, std::size_t from, std::size_t n) {
+  for (std::size_t i = from; i < n; ++i)
+    out[i] = f == ElementFormat::float16 ? half_to_float(load16(in, i)) : bfloat16_to_float(load16(in, i));
+}
+inline void narrow_tail(ElementFormat f, const float* in, void* out, std::size_t from, std::size_t n) {
+  for (std::size_t i = from; i < n; ++i)
+    store16(out, i, f == ElementFormat::float16 ? float_to_half(in[i]) : float_to_bfloat16(in[i]));
+}
+
+// Lanes::widen / Lanes::narrow convert the first n elements, or a prefix of them (a whole number
+// of vectors), and return how many they did.
+template <typename Lanes>
+void widen_all(ElementFormat f, const void* in, float* out, std::size_t n) {
+  widen_tail(f, in, out, Lanes::widen(f, in, out, n), n);
+}
+template <typename Lanes>
+void narrow_all(ElementFormat f, const float* in, void* out, std::size_t n) {
+  narrow_tail(f, in, out, Lanes::narrow(f, in, out, n), n);
+}
+
+const void* advanced(const void* p, std::size_t elements) { return static_cast<const std::byte*>(p) + 2 * elements; }
+void* advanced(void* p, std::size_t elements) { return static_cast<std::byte*>(p) + 2 * elements; }
+
+template <typename Lanes>
+void sum_widened_blocks(const WidenedSum& s, std::size_t n) {
+  alignas(64) float acc[kBlock];
+  alignas(64) float next[kBlock];
+  for (std::size_t b = 0; b < n; b += kBlock) {
+    const std::size_t m = std::min(kBlock, n - b);
+    int k = 0;
+    if (s.running) {
+      std::memcpy(acc, s.running + b, m * sizeof(float));
+    } else {
+      widen_all<Lanes>(s.format, advanced(s.sources[0], b), acc, m);
+      k = 1;
+    }
+    for (; k < s.count; ++k) {
+      widen_all<Lanes>(s.format, advanced(s.sources[k], b), next, m);
+      for (std::size_t i = 0; i < m; ++i) acc[i] += next[i];
+    }
+    if (!s.rounded) {
+      std::memcpy(s.running_out + b, acc, m * sizeof(float));
+      continue;
+    }
+    narrow_all<Lanes>(s.format, acc, advanced(s.rounded, b), m);
+    if (s.rounded_also) std::memcpy(advanced(s.rounded_also, b), advanced(s.rounded, b), 2 * m);
+  }
+}
+
+template <typename Lanes>
+Kernels kernels_of() {
+  return {&widen_all<Lanes>, &narrow_all<Lanes>, &sum_widened_blocks<Lanes>};
+}
+
+}  // namespace
+}  // namespace optireduce::elements_detail
