@@ -1,5 +1,6 @@
 # `cmake --install <build> [--prefix P]` installs OptiReduce like a library:
 #   P/lib/liboptireduce.so.0.1.0 (soname liboptireduce.so.0) + liboptireduce.so, the same for
+#     liboptireduce-engine.so (the engine's C entry point without MPI: the torch backend's) and
 #     liboptireduce-mpich.so when it was built;
 #   P/include/optireduce/*.h* (the public C API and the transport interface);
 #   P/bin/optireduce-run, optireduce-info, optireduce-bench;
@@ -16,7 +17,7 @@ set(_optireduce_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/optireduce)
 file(RELATIVE_PATH _optireduce_bin_to_lib ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
 
 # --- Libraries: soname and version, headers from the install tree ------------------------------
-set(_optireduce_libraries optireduce)
+set(_optireduce_libraries optireduce optireduce-engine)
 if(TARGET optireduce-mpich)
   list(APPEND _optireduce_libraries optireduce-mpich)
 endif()

@@ -6,13 +6,17 @@ float32 buckets and each bucket is averaged with one in-place MPI_Allreduce(MPI_
 (optireduce.torch.GradientFuser, over mpi4py), so a preloaded liboptireduce.so runs it through its
 engine; without the library it is plain MPI. optireduce.stats() tells the share of gradient
 entries the library had to estimate. `--backend gloo` reduces the same buckets with
-torch.distributed (Gloo over TCP) instead: the baseline. Launch both with mpirun (Gloo takes the
-rank and size from Open MPI's environment and never initialises MPI); the optireduce package comes
-from the build tree (or the install, see docs/python.md):
+torch.distributed (Gloo over TCP) instead: the baseline; `--backend optireduce` with the
+torch.distributed backend "optireduce" (each bucket's all_reduce through the engine). Launch them
+with mpirun (Gloo takes the rank and size from Open MPI's environment and never initialises MPI),
+or gloo and optireduce as torchrun launches (python3 -m optireduce.launch); the optireduce package
+comes from the build tree (or the install, see docs/python.md):
 
     mpirun -np 4 --oversubscribe -x PYTHONPATH=$PWD/build/python -x LD_PRELOAD=$PWD/build/lib/liboptireduce.so \
         /usr/bin/python3 mpi_examples/train_torch.py --model mlp --steps 300
     mpirun -np 4 --oversubscribe -x PYTHONPATH=$PWD/build/python /usr/bin/python3 mpi_examples/train_torch.py --backend gloo
+    PYTHONPATH=$PWD/build/python /usr/bin/python3 -m optireduce.launch --nproc-per-node 4 \
+        mpi_examples/train_torch.py --backend optireduce
 
 Every rank builds the model from the same seed and then takes rank 0's weights (broadcast); each
 step every rank draws its own `--batch` samples from one shared permutation of the training set
@@ -60,8 +64,9 @@ import fashion_mnist
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--backend", choices=["mpi", "gloo"], default="mpi",
-                   help="mpi: one in-place MPI_Allreduce per step (mpi4py); gloo: torch.distributed")
+    p.add_argument("--backend", choices=["mpi", "gloo", "optireduce"], default="mpi",
+                   help="mpi: one in-place MPI_Allreduce per bucket (mpi4py); gloo, optireduce: torch.distributed "
+                        "with that backend")
     p.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
     p.add_argument("--hidden", type=int, default=1024, help="hidden units of the MLP (784-H-10)")
     p.add_argument("--steps", type=int, default=300, help="training steps (the fixed budget)")
@@ -138,21 +143,25 @@ class MpiComm:
 
 
 class GlooComm:
-    """torch.distributed with Gloo over TCP on 127.0.0.1; rank and size from the launcher."""
-    name = "gloo"
+    """torch.distributed (Gloo, or the "optireduce" backend) over TCP on 127.0.0.1; rank and size
+    from the launcher: mpirun's, or torchrun's environment."""
 
-    def __init__(self, port):
+    def __init__(self, port, backend="gloo"):
         import datetime
         import torch.distributed as dist
-        self.dist = dist
+        self.dist, self.name = dist, backend
         env = os.environ
         self.rank = int(env.get("OMPI_COMM_WORLD_RANK", env.get("PMI_RANK", env.get("RANK", "0"))))
         self.size = int(env.get("OMPI_COMM_WORLD_SIZE", env.get("PMI_SIZE", env.get("WORLD_SIZE", "1"))))
-        if port == 0:  # every rank of one mpirun job has the same job id
-            job = env.get("OMPI_MCA_ess_base_jobid", env.get("MASTER_PORT", "0"))
+        if port == 0 and "MASTER_PORT" in env and "OMPI_MCA_ess_base_jobid" not in env:
+            port = int(env["MASTER_PORT"])  # torchrun's rendezvous
+        elif port == 0:  # every rank of one mpirun job has the same job id
+            job = env.get("OMPI_MCA_ess_base_jobid", "0")
             port = 20000 + zlib.crc32(job.encode()) % 20000
         env.setdefault("GLOO_SOCKET_IFNAME", "lo")
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=self.rank,
+        if backend == "optireduce":
+            import optireduce.torch  # noqa: F401 (registers the backend)
+        dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=self.rank,
                                 world_size=self.size, timeout=datetime.timedelta(seconds=300))
 
     def reduce_gradients(self, fuser):
@@ -235,7 +244,7 @@ def main(argv):
         print(f"SKIP: Fashion-MNIST not found in {args.data} (apt-get install dataset-fashion-mnist)",
               file=sys.stderr)
         return 77
-    comm = MpiComm() if args.backend == "mpi" else GlooComm(args.master_port)
+    comm = MpiComm() if args.backend == "mpi" else GlooComm(args.master_port, args.backend)
     rank, size = comm.rank, comm.size
     train_x, train_y, test_x, test_y = fashion_mnist.load(args.data, args.train_limit, args.test_limit)
     test_x = fashion_mnist.normalize(test_x)  # 31 MB; the training images stay uint8 until batched

@@ -4,7 +4,7 @@
 
 #include "comm_engines.hpp"
 #include "device_memory.hpp"
-#include "optireduce/engine/log.hpp"
+#include "optireduce/log.hpp"
 #include "runtime.hpp"
 
 namespace optireduce::pmpi {
@@ -26,45 +26,37 @@ std::optional<PassReason> ineligible(const void* sendbuf, const void* recvbuf, s
   if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
     return PassReason::arguments;
   if (inter || size < 2) return PassReason::communicator;
-  if (static_cast<std::uint64_t>(count) * sizeof(float) < config().min_bytes) return PassReason::size;
   return std::nullopt;
 }
 
 std::optional<PassReason> run_engine(const void* sendbuf, void* recvbuf, std::int64_t count, MPI_Comm comm, int* result) {
   CommState& state = comm_state(comm);
   const float* input = static_cast<const float*>(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf);
-  CallStats stats;
+  const auto n = static_cast<std::uint64_t>(count);
+  int reason = 0, rc = OPTIREDUCE_DECLINED;
   {
     std::lock_guard lock(state.mutex);
-    const Mode mode = state.mode.value_or(config().mode);
-    if (mode == Mode::off) return PassReason::mode_off;
-    if (state.engine_failed) return PassReason::engine_failed;
-    if (any_device_buffer(input, recvbuf, comm)) return PassReason::device_buffer;
-    Engine* engine = comm_engine(state, config());
-    if (!engine) return PassReason::no_engine;
-    stats = engine->allreduce_sum(input, static_cast<float*>(recvbuf), static_cast<std::uint64_t>(count),
-                                  mode == Mode::bounded);
-    if (!stats.ok()) {
-      // Every rank failed this same call (the failure is agreed), so every rank sends the
-      // communicator's later calls to PMPI_Allreduce alike.
-      state.engine_failed = true;
-      // The same line on every rank: the communicator's rank 0 says it.
-      if (engine->rank() == 0)
-        OR_LOG(error, "MPI_Allreduce of %lld floats failed: %s; this communicator's later calls go to PMPI_Allreduce",
-               static_cast<long long>(count), stats.status.message().c_str());
-    }
-    std::lock_guard snapshot(state.snapshot_mutex);
-    state.last_call = stats;
-    state.agreed = engine->agreed();
+    if (!state.engine) return PassReason::no_engine;
+    // Below OPTIREDUCE_MIN_BYTES, the communicator's mode off, an engine that failed: decided
+    // before the device check, which costs a collective where CUDA is loaded.
+    rc = optireduce_engine_accepts(state.engine, n, OPTIREDUCE_FORMAT_FLOAT32, OPTIREDUCE_OP_SUM, &reason);
+    if (rc == OPTIREDUCE_OK && any_device_buffer(input, recvbuf, comm)) return PassReason::device_buffer;
+    if (rc == OPTIREDUCE_OK)
+      rc = optireduce_engine_allreduce(state.engine, input, recvbuf, n, OPTIREDUCE_FORMAT_FLOAT32, OPTIREDUCE_OP_SUM, &reason);
   }
-  const bool bounded = stats.kind == CallKind::bounded;
-  ProcessStats::instance().record_intercepted({static_cast<std::uint64_t>(count) * sizeof(float), stats.entries,
-                                               stats.dropped_entries, stats.latency_us, bounded,
-                                               stats.kind == CallKind::fallback,
-                                               stats.deadline_us[0] + stats.deadline_us[1], bounded && stats.cut,
-                                               stats.kind == CallKind::mpi});
-  trace_call(stats);
-  if (!stats.ok()) {
+  if (rc == OPTIREDUCE_DECLINED) return static_cast<PassReason>(reason);
+  if (rc != OPTIREDUCE_OK && rc != OPTIREDUCE_FAILED) return PassReason::arguments;
+  if (rc == OPTIREDUCE_FAILED) {
+    // Every rank failed this same call (the failure is agreed), so every rank sends the
+    // communicator's later calls to PMPI_Allreduce alike; its rank 0 says so.
+    int rank = 0;
+    PMPI_Comm_rank(comm, &rank);
+    if (rank == 0) {
+      char why[512];
+      optireduce_engine_error(state.engine, why, sizeof why);
+      OR_LOG(error, "MPI_Allreduce of %lld floats failed: %s; this communicator's later calls go to PMPI_Allreduce",
+             static_cast<long long>(count), why);
+    }
     // Never hang and never return wrong data silently: the communicator's error handler decides
     // (MPI_ERRORS_ARE_FATAL, the default, ends the job).
     *result = MPI_ERR_OTHER;
@@ -76,7 +68,7 @@ std::optional<PassReason> run_engine(const void* sendbuf, void* recvbuf, std::in
 }
 
 void count_nonblocking() {
-  if (active() && !NestedCallGuard::nested()) ProcessStats::instance().record_passthrough(PassReason::nonblocking);
+  if (active() && !NestedCallGuard::nested()) optireduce_record_passthrough(OPTIREDUCE_PASS_NONBLOCKING, 0);
 }
 
 }  // namespace optireduce::pmpi

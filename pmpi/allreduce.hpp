@@ -7,9 +7,23 @@
 #include <cstdint>
 #include <optional>
 
-#include "optireduce/engine/report/stats.hpp"
+#include "optireduce/engine.h"
 
 namespace optireduce::pmpi {
+
+// Why a call goes to the MPI untouched: the entry point's reasons, counted in the report.
+enum class PassReason : int {
+  datatype = OPTIREDUCE_PASS_DATATYPE,
+  op = OPTIREDUCE_PASS_OP,
+  communicator = OPTIREDUCE_PASS_COMMUNICATOR,
+  arguments = OPTIREDUCE_PASS_ARGUMENTS,
+  size = OPTIREDUCE_PASS_SIZE,
+  mode_off = OPTIREDUCE_PASS_MODE_OFF,
+  no_engine = OPTIREDUCE_PASS_NO_ENGINE,
+  engine_failed = OPTIREDUCE_PASS_ENGINE_FAILED,
+  nonblocking = OPTIREDUCE_PASS_NONBLOCKING,
+  device_buffer = OPTIREDUCE_PASS_DEVICE_BUFFER,
+};
 
 // Why the call must go to PMPI_Allreduce (nullopt: it may run through the engine). Decides
 // identically on every rank: it reads only arguments MPI requires to match across ranks and
@@ -18,8 +32,8 @@ std::optional<PassReason> ineligible(const void* sendbuf, const void* recvbuf, s
                                      MPI_Op op, MPI_Comm comm);
 
 // Runs an eligible call through the communicator's engine and sets *result to the MPI return
-// code; or returns why the call goes to PMPI instead (mode off, no engine, a failed engine, a
-// device buffer on some rank), the same on every rank.
+// code; or returns why the call goes to PMPI instead (below OPTIREDUCE_MIN_BYTES, mode off, no
+// engine, a failed engine, a device buffer on some rank), the same on every rank.
 std::optional<PassReason> run_engine(const void* sendbuf, void* recvbuf, std::int64_t count, MPI_Comm comm, int* result);
 
 // Both, for a call of an initialised library that is not nested in a Fortran wrapper.
@@ -34,8 +48,8 @@ template <typename Forward>
 auto pass_through(PassReason why, Forward&& forward) {
   const auto start = std::chrono::steady_clock::now();
   auto rc = forward();
-  ProcessStats::instance().record_passthrough(
-      why, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+  optireduce_record_passthrough(static_cast<int>(why),
+                                std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
   return rc;
 }
 

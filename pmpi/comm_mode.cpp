@@ -10,7 +10,7 @@
 #include <string>
 
 #include "comm_engines.hpp"
-#include "optireduce/engine/log.hpp"
+#include "optireduce/log.hpp"
 #include "runtime.hpp"
 
 namespace optireduce::pmpi {
@@ -46,8 +46,7 @@ int agree_and_set_mode(MPI_Comm comm, const char* text) {
   if (agreed == kInvalid) return MPI_ERR_ARG;
   if (agreed == kNoValue) return MPI_SUCCESS;
   CommState& state = comm_state(comm);
-  std::lock_guard lock(state.mutex);
-  state.mode = agreed == kOff ? Mode::off : agreed == kReliable ? Mode::reliable : Mode::bounded;
+  if (state.engine) optireduce_engine_set_mode(state.engine, agreed == kOff ? "off" : agreed == kReliable ? "reliable" : "bounded");
   return MPI_SUCCESS;
 }
 

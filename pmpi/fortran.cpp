@@ -13,7 +13,6 @@
 #include "runtime.hpp"
 
 using namespace optireduce::pmpi;
-using optireduce::PassReason;
 
 namespace {
 

@@ -48,13 +48,16 @@ class Library:
         self.get_process_stats = handle.optireduce_get_process_stats
         self.get_process_stats.argtypes = [ctypes.POINTER(ProcessStatsStruct)]
         self.get_process_stats.restype = ctypes.c_int
-        # By Fortran handle (mpi4py: comm.py2f()), so no mpi.h type is needed here.
-        self.comm_last_call_f = handle.optireduce_comm_last_call_f
-        self.comm_last_call_f.argtypes = [ctypes.c_int, ctypes.POINTER(CallStatsStruct)]
-        self.comm_last_call_f.restype = ctypes.c_int
-        self.comm_set_mode_f = handle.optireduce_comm_set_mode_f
-        self.comm_set_mode_f.argtypes = [ctypes.c_int, ctypes.c_char_p]
-        self.comm_set_mode_f.restype = ctypes.c_int
+        # By Fortran handle (mpi4py: comm.py2f()), so no mpi.h type is needed here. Only the preload
+        # library has them (None: the engine library of a job without MPI, liboptireduce-engine.so).
+        self.comm_last_call_f = getattr(handle, "optireduce_comm_last_call_f", None)
+        if self.comm_last_call_f is not None:
+            self.comm_last_call_f.argtypes = [ctypes.c_int, ctypes.POINTER(CallStatsStruct)]
+            self.comm_last_call_f.restype = ctypes.c_int
+        self.comm_set_mode_f = getattr(handle, "optireduce_comm_set_mode_f", None)
+        if self.comm_set_mode_f is not None:
+            self.comm_set_mode_f.argtypes = [ctypes.c_int, ctypes.c_char_p]
+            self.comm_set_mode_f.restype = ctypes.c_int
 
 
 def _from_global_scope():

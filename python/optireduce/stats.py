@@ -97,8 +97,17 @@ def last_call(comm):
     lib = _capi.library()
     if lib is None or handle is None:
         return None
+    if lib.comm_last_call_f is None:
+        return None  # the engine library of a job without MPI: no communicators
     raw = _capi.CallStatsStruct()
-    if lib.comm_last_call_f(handle, ctypes.byref(raw)) != 0 or raw.sequence == 0:
+    if lib.comm_last_call_f(handle, ctypes.byref(raw)) != 0:
+        return None
+    return call_stats_of(raw)
+
+
+def call_stats_of(raw):
+    """CallStats of an optireduce_call_stats (None for sequence 0: no call yet)."""
+    if raw.sequence == 0:
         return None
     values = {f: _plain(getattr(raw, f)) for f in _capi.public_fields(_capi.CallStatsStruct)}
     values["kind"] = KINDS[raw.kind] if 0 <= raw.kind < len(KINDS) else f"unknown({raw.kind})"
@@ -120,7 +129,7 @@ def set_mode(comm, mode):
         raise ValueError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
     handle = _fortran_handle(comm)
     lib = _capi.library()
-    if lib is None:
+    if lib is None or lib.comm_set_mode_f is None:
         raise NotLoadedError("liboptireduce is not loaded (run with LD_PRELOAD=.../liboptireduce.so)")
     if handle is None:
         raise RuntimeError("MPI is not initialised (or already finalised)")

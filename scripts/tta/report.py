@@ -9,7 +9,8 @@ import sys
 
 LABELS = {"openmpi": "Open MPI", "gloo": "Gloo", "optireduce-ucx": "OptiReduce (UCX/TCP)",
           "optireduce-udp": "OptiReduce (UDP datagrams)",
-          "optireduce-ofi": "OptiReduce (OFI datagrams)"}
+          "optireduce-ofi": "OptiReduce (OFI datagrams)",
+          "backend-udp": "OptiReduce torch backend (torchrun launch, UDP)"}
 
 
 def median(values):
@@ -57,7 +58,7 @@ def summarize(results):
                      and x["impl"] in ("openmpi", "gloo") and x["time_to_target"] is not None]
         # Below 1: OptiReduce reached the target sooner than the better of the two baselines.
         r["vs_best_baseline"] = (r["time_to_target"] / min(baselines)
-                                 if r["impl"].startswith("optireduce") and baselines and r["time_to_target"] else None)
+                                 if r["impl"] not in ("openmpi", "gloo") and baselines and r["time_to_target"] else None)
     return rows
 
 

@@ -8,6 +8,9 @@ Implementations (how the gradient sum travels; every one crosses the emulated lo
   optireduce-udp  the same with OPTIREDUCE_TRANSPORT=udp (kernel UDP datagrams: what auto picks
                   across hosts)
   optireduce-ofi  the same with OPTIREDUCE_TRANSPORT=ofi (libfabric datagrams), when it exists
+  backend-udp     the torch.distributed backend "optireduce", launched as torchrun launches
+                  (python3 -m optireduce.launch, no MPI: liboptireduce-engine.so), bounded mode,
+                  OPTIREDUCE_TRANSPORT=udp (torch trainer only)
 """
 import json
 import os
@@ -20,7 +23,7 @@ import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PYTHON = "/usr/bin/python3"  # Debian's: torch, mpi4py, numpy (python3 on PATH may be another)
-IMPLEMENTATIONS = ["openmpi", "gloo", "optireduce-ucx", "optireduce-udp", "optireduce-ofi"]
+IMPLEMENTATIONS = ["openmpi", "gloo", "optireduce-ucx", "optireduce-udp", "optireduce-ofi", "backend-udp"]
 # Open MPI over TCP on lo only: shared memory would bypass the emulated link.
 MPI_TCP = ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo",
            "--mca", "oob_tcp_if_include", "lo"]
@@ -38,14 +41,24 @@ def trainer_command(trainer, impl, args, json_path, label):
     if args.test_limit:
         common += ["--test-limit", str(args.test_limit)]
     if trainer == "torch":
+        backend = {"gloo": "gloo", "backend-udp": "optireduce"}.get(impl, "mpi")
         return ([PYTHON, os.path.join(REPO, "mpi_examples", "train_torch.py"),
-                 "--backend", "gloo" if impl == "gloo" else "mpi", "--model", args.model,
+                 "--backend", backend, "--model", args.model,
                  "--hidden", str(args.hidden)] + common)
     return [os.path.join(args.build_dir, "bin", "train_mlp"), "--hidden", str(args.hidden)] + common
 
 
 def job_command(trainer, impl, args, json_path, label, extra_env=None, ranks=None):
-    """mpirun ... for one run; extra_env: OPTIREDUCE_* settings (only for the library's runs)."""
+    """mpirun ... for one run (the backend's: env ... python3 -m optireduce.launch ...); extra_env:
+    OPTIREDUCE_* settings (only for the library's runs)."""
+    if impl == "backend-udp":
+        env = {"PYTHONPATH": os.path.join(args.build_dir, "python"), "GLOO_SOCKET_IFNAME": "lo",
+               "OPTIREDUCE_UCX_TLS": "tcp", "OPTIREDUCE_UCX_NET_DEVICES": "lo", "OPTIREDUCE_MODE": "bounded",
+               "OPTIREDUCE_TRANSPORT": "udp"}
+        env.update(extra_env or {})
+        return (["env"] + [f"{k}={v}" for k, v in env.items()] +
+                [PYTHON, "-m", "optireduce.launch", "--nproc-per-node", str(ranks or args.ranks)] +
+                trainer_command(trainer, impl, args, json_path, label)[1:])  # the launcher runs its interpreter
     cmd = ["mpirun", "-np", str(ranks or args.ranks), "--oversubscribe", "--bind-to", "none"] + MPI_TCP
     env = {}
     if impl.startswith("optireduce"):

@@ -114,8 +114,8 @@ def plan_tta(args, notes):
         if impl not in runner.IMPLEMENTATIONS:
             sys.exit(f"tta: unknown implementation {impl}; known: {', '.join(runner.IMPLEMENTATIONS)}")
         why = ""
-        if impl == "gloo" and args.trainer != "torch":
-            why = "Gloo needs the torch trainer"
+        if impl in ("gloo", "backend-udp") and args.trainer != "torch":
+            why = f"{impl} needs the torch trainer"
         elif impl == "optireduce-ofi" and not args.dry_run:
             ok, why = runner.ofi_available(args, args.out)
             why = "" if ok else f"OPTIREDUCE_TRANSPORT=ofi not usable in this build ({why})"

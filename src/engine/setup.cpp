@@ -12,6 +12,7 @@
 #include "optireduce/engine/engine/engine.hpp"
 #include "optireduce/engine/log.hpp"
 #include "optireduce/engine/engine/transport_loader.hpp"
+#include "optireduce/engine/report/topology.hpp"
 
 namespace optireduce {
 namespace {
@@ -21,12 +22,6 @@ std::uint64_t random_nonce() {
   std::uint64_t n = (static_cast<std::uint64_t>(device()) << 32) ^ device();
   n ^= static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
   return n ? n : 1;
-}
-
-std::string host_name() {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  return name;
 }
 
 // What a rank brings to an engine: a nonce (rank 0's becomes the communicator's id) and the

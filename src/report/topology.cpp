@@ -37,6 +37,12 @@ int read_int(const std::string& path) {
 
 }  // namespace
 
+std::string host_name() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
 TopologySummary read_topology() {
   TopologySummary s;
   const auto cpus = numbered_entries(kCpus, "cpu");

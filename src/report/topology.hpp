@@ -16,5 +16,7 @@ struct TopologySummary {
 };
 
 TopologySummary read_topology();
+// This host's name (gethostname): ranks whose names match share a host.
+std::string host_name();
 
 }  // namespace optireduce

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Usage: check_python_install.sh CMAKE BUILD_DIR PYTHON PACKAGE_DIR VERSION
 # Installs BUILD_DIR into a temporary prefix and uses what landed there: the optireduce package
-# under PREFIX/PACKAGE_DIR (importable with PYTHONPATH, every module of the source tree, no
-# bytecode) and PREFIX/bin/optireduce-report (finds that package by itself, from anywhere).
+# under PREFIX/PACKAGE_DIR (importable with PYTHONPATH, every module of the source tree and the
+# _where.py CMake writes, no bytecode; it loads PREFIX's liboptireduce-engine.so) and
+# PREFIX/bin/optireduce-report (finds that package by itself, from anywhere).
 set -u
 [ $# -eq 5 ] || { echo "usage: $0 CMAKE BUILD_DIR PYTHON PACKAGE_DIR VERSION" >&2; exit 2; }
 cmake=$1 build=$2 python=$3 package_dir=$4 version=$5
@@ -15,7 +16,7 @@ pass() { echo "check_python_install: ok: $*"; }
 
 "$cmake" --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1 || { cat "$work/install.log" >&2; fail "cmake --install"; exit 1; }
 site=$prefix/$package_dir
-source_modules=$(cd "$(dirname "$0")/../../python" && find optireduce -name '*.py' | sort)
+source_modules=$( (cd "$(dirname "$0")/../../python" && find optireduce -name '*.py'; echo optireduce/_where.py) | sort)
 installed_modules=$(cd "$site" && find optireduce -name '*.py' | sort)
 [ "$source_modules" = "$installed_modules" ] && pass "$(echo "$installed_modules" | wc -l) modules in $package_dir" \
   || fail "installed modules differ from python/optireduce: $(diff <(echo "$source_modules") <(echo "$installed_modules") | tr '\n' ' ')"
@@ -25,6 +26,13 @@ cd "$work" || exit 1
 where=$(env -u PYTHONPATH PYTHONPATH="$site" PYTHONDONTWRITEBYTECODE=1 "$python" -c \
   'import optireduce, optireduce.torch, optireduce.report; print(optireduce.__file__, optireduce.__version__, optireduce.loaded())')
 [ "$where" = "$site/optireduce/__init__.py $version False" ] && pass "imported from the install: $where" || fail "import printed '$where'"
+
+engine=$(env -u PYTHONPATH -u LD_LIBRARY_PATH PYTHONPATH="$site" PYTHONDONTWRITEBYTECODE=1 "$python" -c \
+  'import os; from optireduce import _engine; print(os.path.realpath(_engine.library().path))' 2>&1)
+case "$engine" in
+  "$prefix"/*/liboptireduce-engine.so.*) pass "the package loads the installed engine library: $engine" ;;
+  *) fail "the installed package loaded '$engine', not $prefix's liboptireduce-engine.so" ;;
+esac
 
 line=$(env -u PYTHONPATH "$prefix/bin/optireduce-report" --version 2>&1)
 [ "$line" = "optireduce-report $version" ] && pass "optireduce-report --version: $line" || fail "optireduce-report --version printed '$line'"

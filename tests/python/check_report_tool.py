@@ -14,6 +14,8 @@ import os
 import subprocess
 import sys
 
+from checks import run_wrapped
+
 FAILURES = []
 
 
@@ -151,12 +153,8 @@ def main():
         p.add_argument(name, type=int, required=True)
     p.add_argument("command", nargs=argparse.REMAINDER)
     args = p.parse_args()
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    for stale in (args.report, args.trace):
-        if os.path.exists(stale):
-            os.remove(stale)
     os.makedirs(args.png_dir, exist_ok=True)
-    rc = subprocess.call(command)
+    rc = run_wrapped(args.command, (args.report, args.trace))
     if rc != 0:
         print(f"check_report_tool: FAIL: the job exited {rc}" + (" (killed by timeout)" if rc in (124, 137) else ""))
         return 1

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """A DDP job on Fashion-MNIST: torch DistributedDataParallel over gloo, gradients through
-optireduce.torch.allreduce_hook (or DDP's own gloo allreduce: the plain baseline), launched by
-mpirun, each rank on one CPU thread.
+optireduce.torch.allreduce_hook (or DDP's own gloo allreduce: the plain baseline), or DDP over the
+"optireduce" backend (--reduce backend); launched by mpirun or as torchrun launches
+(python3 -m optireduce.launch), each rank on one CPU thread.
 
 Rank 0 writes OUT.json (per-step loss averaged over the ranks, held-out accuracy on the whole
 test set at the end and on a subset every --eval-every steps, steps to the target accuracy on
@@ -38,7 +39,8 @@ import optireduce.torch
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--reduce", choices=["hook", "gloo"], default="hook")
+    p.add_argument("--reduce", choices=["hook", "gloo", "backend"], default="hook",
+                   help="hook: gloo with optireduce.torch.allreduce_hook; gloo: plain; backend: the optireduce backend")
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--batch", type=int, default=32, help="samples per rank per step")
     p.add_argument("--hidden", type=int, default=512, help="784-H-H-10: two gradient buckets above 1 MiB")
@@ -81,9 +83,8 @@ def evaluate(model, rank, size, test_x, test_y):
     return float(correct[0] / correct[1])
 
 
-def library_figures():
-    """This rank's optireduce figures, summed over the ranks (gloo), or None without the library."""
-    from mpi4py import MPI
+def library_figures(reduce):
+    """This rank's optireduce figures, summed over the ranks, or None without the library."""
     s = optireduce.stats()
     local = torch.tensor([-1.0] * 6 if s is None else
                          [s.intercepted_calls, s.bounded_calls, s.fallback_calls, s.passthrough_calls,
@@ -91,7 +92,11 @@ def library_figures():
     dist.all_reduce(local)
     if s is None:
         return None
-    last = optireduce.last_call(MPI.COMM_WORLD)
+    if reduce == "backend":
+        last = optireduce.torch.last_call()
+    else:
+        from mpi4py import MPI
+        last = optireduce.last_call(MPI.COMM_WORLD)
     names = ["intercepted_calls", "bounded_calls", "fallback_calls", "passthrough_calls", "entries_reduced",
              "entries_dropped"]
     figures = {n: int(v) for n, v in zip(names, local.tolist())}
@@ -129,7 +134,7 @@ def main():
         except ImportError as error:
             print(f"SKIP: mpi4py not importable: {error}", file=sys.stderr)
             return 77
-    rank, size = gloo_group.init()
+    rank, size = gloo_group.init("optireduce" if args.reduce == "backend" else "gloo")
     train_x, train_y, test_x, test_y = fashion_mnist.load(args.data)
 
     torch.manual_seed(args.seed)
@@ -176,7 +181,7 @@ def main():
     dist.all_reduce(losses)
     curve = (losses / size).tolist()
     identical, max_diff, flat = replica_figures(model, rank)
-    library = library_figures() if args.reduce == "hook" else None
+    library = library_figures(args.reduce) if args.reduce != "gloo" else None
     status = 0
     if rank == 0:
         status = report_and_check(args, curve, evals, steps_to_target, identical, max_diff, flat, library, size,
@@ -194,6 +199,7 @@ def report_and_check(args, curve, evals, steps_to_target, identical, max_diff, f
               "hidden": args.hidden, "loss_curve": curve, "evals": evals, "final_accuracy": evals[-1]["accuracy"],
               "target": args.target, "steps_to_target": steps_to_target, "replicas_identical": identical,
               "replica_max_abs_diff": max_diff, "library": library, "seconds": times,
+              "launch": "torchrun" if "RANK" in os.environ else "mpirun",
               "optireduce_env": {k: v for k, v in os.environ.items() if k.startswith("OPTIREDUCE_")}}
     print(f"final: {args.steps} steps, held-out accuracy {result['final_accuracy']:.4f}, steps to "
           f"{args.target:g}: {steps_to_target}, replicas {'bitwise identical' if identical else 'differ'} "

@@ -21,23 +21,12 @@ except ImportError as error:
     sys.exit(77)
 
 import gloo_group
+from checks import Checks
 import optireduce
 import optireduce.torch
 from optireduce.torch import GradientFuser, allreduce_async, allreduce_gradients, allreduce_hook
 
 ARGS = None
-
-
-class Checks:
-    def __init__(self, rank):
-        self.rank, self.failures = rank, 0
-
-    def check(self, ok, what):
-        if not ok:
-            self.failures += 1
-            print(f"reductions [rank {self.rank}] FAIL: {what}", file=sys.stderr, flush=True)
-        elif self.rank == 0:
-            print(f"ok: {what}", flush=True)
 
 
 class Counters:
@@ -247,7 +236,7 @@ def main():
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
     rank, size = gloo_group.init()
-    c = Checks(rank)
+    c = Checks("reductions", rank)
     c.check(optireduce.loaded() == (ARGS.library == "present"),
             f"optireduce.loaded() is {optireduce.loaded()}, version {optireduce.version()}")
     t = torch.ones(10)

@@ -18,15 +18,19 @@ inside MPI after that (a peer is gone), the job is aborted rather than left hang
 MPI_Finalize.
 """
 import atexit
-import queue
 import sys
 import threading
 
 import torch
 
 from ._mpi import mpi
+from ._serial import SerialThread, complete
 
 SHUTDOWN_TIMEOUT_S = 10.0
+
+
+def _failure(error):
+    return RuntimeError(f"optireduce.torch: reduction failed: {type(error).__name__}: {error}")
 
 
 class CommThread:
@@ -34,70 +38,28 @@ class CommThread:
         MPI = mpi()
         self.level = MPI.Query_thread()
         self.threaded = self.level >= MPI.THREAD_SERIALIZED
-        self._queue = queue.SimpleQueue()
-        self._lock = threading.Lock()
         self._closed = False
-        self._thread = None
-        if self.threaded:
-            # Daemon: a non-daemon thread is joined before atexit handlers run, so the
-            # interpreter would wait for it forever.
-            self._thread = threading.Thread(target=self._serve, name="optireduce-comm", daemon=True)
-            self._thread.start()
+        self._serial = SerialThread("optireduce-comm", _failure) if self.threaded else None
 
-    def submit(self, work):
+    def submit(self, work, future=None):
         """A torch Future of work(), which makes MPI calls; its exception goes into the future."""
-        future = torch.futures.Future()
-        with self._lock:
-            if self._closed:
-                future.set_exception(RuntimeError("optireduce.torch is shut down"))
-                return future
-            if self.threaded:
-                self._queue.put((work, future))
-                return future
+        future = torch.futures.Future() if future is None else future
+        if self._serial is not None:
+            return self._serial.submit(work, future)
+        if self._closed:
+            future.set_exception(RuntimeError("optireduce.torch is shut down"))
+            return future
         if not mpi().Is_thread_main():
             future.set_exception(RuntimeError(
                 f"MPI thread level {self.level} allows MPI calls only on the thread that initialised MPI"))
             return future
-        _complete(work, future)
+        complete(work, future, _failure)
         return future
-
-    def _serve(self):
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            _complete(*item)
 
     def close(self, timeout=SHUTDOWN_TIMEOUT_S):
         """Stops the thread; True when it ended within `timeout` seconds."""
-        with self._lock:
-            if self._closed:
-                return self._thread is None or not self._thread.is_alive()
-            self._closed = True
-        if self._thread is None:
-            return True
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if item is not None:
-                item[1].set_exception(RuntimeError("optireduce.torch shut down before this reduction started"))
-        self._queue.put(None)
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
-
-
-def _complete(work, future):
-    try:
-        result = work()
-    except BaseException as error:  # noqa: B902 (it belongs to the waiter)
-        # One error type, named for where it happened: DDP's C++ side shows only the message.
-        failure = RuntimeError(f"optireduce.torch: reduction failed: {type(error).__name__}: {error}")
-        failure.__cause__ = error
-        future.set_exception(failure)
-    else:
-        future.set_result(result)
+        self._closed = True
+        return self._serial is None or self._serial.close(timeout)
 
 
 _lock = threading.Lock()

@@ -1,5 +1,5 @@
-// What engines did, kept after they are destroyed (a communicator freed before MPI_Finalize
-// still counts in the report).
+// What engines did, kept after they are destroyed (a group freed before the job ends still counts
+// in the report).
 #pragma once
 
 #include <cstddef>
@@ -9,7 +9,7 @@
 
 #include "optireduce/engine/engine/engine.hpp"
 
-namespace optireduce::pmpi {
+namespace optireduce::entry {
 
 struct EngineHistory {
   std::size_t peak_buffer_bytes = 0;
@@ -33,4 +33,4 @@ struct EngineHistory {
   void add(const Engine& engine);
 };
 
-}  // namespace optireduce::pmpi
+}  // namespace optireduce::entry

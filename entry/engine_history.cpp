@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace optireduce::pmpi {
+namespace optireduce::entry {
 
 void EngineHistory::add(const Engine& e) {
   peak_buffer_bytes = std::max(peak_buffer_bytes, e.buffer_bytes());
@@ -42,4 +42,4 @@ void EngineHistory::add(const Engine& e) {
   if (t.pace_bytes_per_s > 0) transport_counters["pace_bytes_per_s"] = static_cast<unsigned long long>(t.pace_bytes_per_s);
 }
 
-}  // namespace optireduce::pmpi
+}  // namespace optireduce::entry

@@ -1,0 +1,113 @@
+"""The engine's bootstrap (include/optireduce/engine.h) over a gloo group of its own.
+
+The engine calls these from inside its own calls, on the group's communication thread (ctypes
+takes the GIL for each; every wait below is a gloo wait, which releases it). The gloo group is
+used by that thread alone, so its collectives run in the same order on every rank; the process
+group's delegated collectives use another one. A callback never raises: it returns non-zero and
+keeps the error, which the engine turns into a failed call.
+"""
+import ctypes
+import datetime
+
+import torch
+import torch.distributed as dist
+from torch._C._distributed_c10d import AllgatherOptions
+
+from .. import _engine
+
+
+def _view(address, dtype, count):
+    """A tensor over `count` elements at `address` (memory the engine owns)."""
+    itemsize = torch.empty(0, dtype=dtype).element_size()
+    if count == 0:
+        return torch.empty(0, dtype=dtype)
+    raw = (ctypes.c_uint8 * (count * itemsize)).from_address(address)
+    return torch.frombuffer(raw, dtype=dtype, count=count)
+
+
+class GlooBootstrap:
+    def __init__(self, gloo, rank, size, own_path="gloo"):
+        self.gloo, self.rank, self.size = gloo, rank, size
+        self.timeout = None    # seconds for each collective; None: the gloo group's own
+        self.error = None      # the first callback failure, for the message of the call it failed
+        self._pending = None   # (work, outputs, destination, bytes) of a started all-gather
+        # The callback objects must outlive every use of the struct.
+        self._allgather = _engine.ALLGATHER(self._cb_allgather)
+        self._start = _engine.ALLGATHER(self._cb_start)
+        self._finish = _engine.FINISH_ALLGATHER(self._cb_finish)
+        self._sum = _engine.ALLREDUCE_SUM(self._cb_sum)
+        self.struct = _engine.Bootstrap(rank, size, None, self._allgather, self._start, self._finish, self._sum,
+                                        _engine.RELEASE(), own_path.encode())
+
+    # --- collectives the backend also uses itself (on the same thread) ----------------------------
+    def _options(self, options):
+        if self.timeout is not None:
+            options.timeout = datetime.timedelta(seconds=self.timeout)
+        return options
+
+    def allreduce_options(self, op=dist.ReduceOp.SUM):
+        options = self._options(dist.AllreduceOptions())
+        options.reduceOp = op
+        return options
+
+    def barrier(self):
+        """Every rank of the group is here (an all-gather of one byte)."""
+        source = torch.zeros(1, dtype=torch.uint8)
+        self.gloo.allgather([[torch.empty_like(source) for _ in range(self.size)]], [source],
+                            self._options(AllgatherOptions())).wait()
+
+    # --- the callbacks ---------------------------------------------------------------------------
+    def _fail(self, what, error):
+        if self.error is None:
+            self.error = f"gloo {what} failed: {type(error).__name__}: {error}"
+        return 1
+
+    def _start_gather(self, mine, nbytes):
+        source = _view(mine, torch.uint8, nbytes).clone() if nbytes else torch.zeros(1, dtype=torch.uint8)
+        outputs = [torch.empty_like(source) for _ in range(self.size)]
+        return self.gloo.allgather([outputs], [source], self._options(AllgatherOptions())), outputs
+
+    @staticmethod
+    def _land(outputs, destination, nbytes):
+        if nbytes:
+            _view(destination, torch.uint8, nbytes * len(outputs)).copy_(torch.cat(outputs))
+
+    def _cb_allgather(self, _context, mine, nbytes, destination):
+        try:
+            work, outputs = self._start_gather(mine, nbytes)
+            work.wait()
+            self._land(outputs, destination, nbytes)
+            return 0
+        except BaseException as error:  # noqa: B902 (never raise through C)
+            return self._fail("all-gather", error)
+
+    def _cb_start(self, _context, mine, nbytes, destination):
+        try:
+            work, outputs = self._start_gather(mine, nbytes)
+            self._pending = (work, outputs, destination, nbytes)
+            return 0
+        except BaseException as error:  # noqa: B902
+            return self._fail("all-gather", error)
+
+    def _cb_finish(self, _context):
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return 0
+        try:
+            work, outputs, destination, nbytes = pending
+            work.wait()
+            self._land(outputs, destination, nbytes)
+            return 0
+        except BaseException as error:  # noqa: B902
+            return self._fail("all-gather", error)
+
+    def _cb_sum(self, _context, source, destination, count):
+        try:
+            out = _view(destination, torch.float32, count)
+            if source != destination:
+                out.copy_(_view(source, torch.float32, count))
+            if count:
+                self.gloo.allreduce([out], self.allreduce_options()).wait()
+            return 0
+        except BaseException as error:  # noqa: B902
+            return self._fail("allreduce", error)
