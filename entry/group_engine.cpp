@@ -3,6 +3,8 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <optional>
+#include <span>
 
 #include "optireduce/engine/clock_us.hpp"
 #include "optireduce/engine/log.hpp"
@@ -13,14 +15,14 @@
 namespace optireduce::entry {
 namespace {
 
-// Bytes of one element; 0 for a format this entry point does not know.
-std::size_t element_bytes(int format) {
+// The engine's format of a C API format; nullopt for one this entry point does not know.
+std::optional<ElementFormat> format_of(int format) {
   switch (format) {
-    case OPTIREDUCE_FORMAT_FLOAT32: return 4;
-    case OPTIREDUCE_FORMAT_FLOAT16:
-    case OPTIREDUCE_FORMAT_BFLOAT16: return 2;
+    case OPTIREDUCE_FORMAT_FLOAT32: return ElementFormat::float32;
+    case OPTIREDUCE_FORMAT_FLOAT16: return ElementFormat::float16;
+    case OPTIREDUCE_FORMAT_BFLOAT16: return ElementFormat::bfloat16;
   }
-  return 0;
+  return std::nullopt;
 }
 
 // How many ranks of the group run on this host (host names match). Collective.
@@ -101,15 +103,15 @@ Engine* GroupEngine::engine_for_call(const Config& config) {
 int GroupEngine::admit(std::uint64_t count, int format, int op, int* reason) const {
   if (!session_open()) return OPTIREDUCE_INVALID;
   // Decided from the arguments and the group's agreed state alone, the same on every rank.
-  const std::size_t element = element_bytes(format);
-  if (element == 0) return OPTIREDUCE_INVALID;
-  if (op != OPTIREDUCE_OP_SUM || format != OPTIREDUCE_FORMAT_FLOAT32) return OPTIREDUCE_UNSUPPORTED;  // float32 sums only (yet)
+  const auto element = format_of(format);
+  if (!element) return OPTIREDUCE_INVALID;
+  if (op != OPTIREDUCE_OP_SUM) return OPTIREDUCE_UNSUPPORTED;
   const Config& config = session_config();
   auto decline = [reason](PassReason why) {
     if (reason) *reason = static_cast<int>(why);
     return OPTIREDUCE_DECLINED;
   };
-  if (count * element < config.min_bytes) return decline(PassReason::size);
+  if (count * element_bytes(*element) < config.min_bytes) return decline(PassReason::size);
   if (mode_.value_or(config.mode) == Mode::off) return decline(PassReason::mode_off);
   if (failed_) return decline(PassReason::engine_failed);
   if (retired_ || (tried_ && !engine_)) return decline(PassReason::no_engine);
@@ -121,21 +123,19 @@ int GroupEngine::accepts(std::uint64_t count, int format, int op, int* reason) {
   return admit(count, format, op, reason);
 }
 
-int GroupEngine::allreduce(const void* input, void* output, std::uint64_t count, int format, int op, int* reason) {
-  if (count > 0 && (!input || !output)) return OPTIREDUCE_INVALID;
+template <typename Call>
+int GroupEngine::run(std::uint64_t count, int format, int op, int* reason, Call&& call) {
   CallStats stats;
   {
     std::lock_guard lock(mutex_);
     if (const int verdict = admit(count, format, op, reason); verdict != OPTIREDUCE_OK) return verdict;
     const Config& config = session_config();
-    const Mode mode = mode_.value_or(config.mode);
     Engine* engine = engine_for_call(config);
     if (!engine) {
       if (reason) *reason = static_cast<int>(PassReason::no_engine);
       return OPTIREDUCE_DECLINED;
     }
-    stats = engine->allreduce_sum(static_cast<const float*>(input), static_cast<float*>(output), count,
-                                  mode == Mode::bounded);
+    stats = call(*engine, *format_of(format), mode_.value_or(config.mode) == Mode::bounded);
     // A collective of the front end that failed inside an otherwise complete call (an agreement
     // round) fails the call too: the ranks' next decisions could differ.
     if (stats.ok() && bootstrap_ && !bootstrap_->failure().empty()) stats.status = PeerError(bootstrap_->failure());
@@ -148,25 +148,32 @@ int GroupEngine::allreduce(const void* input, void* output, std::uint64_t count,
     if (!stats.ok()) error_ = stats.status.message();
   }
   const bool bounded = stats.kind == CallKind::bounded;
-  ProcessStats::instance().record_intercepted({count * sizeof(float), stats.entries, stats.dropped_entries, stats.latency_us,
-                                               bounded, stats.kind == CallKind::fallback,
-                                               stats.deadline_us[0] + stats.deadline_us[1], bounded && stats.cut,
-                                               stats.kind == CallKind::mpi});
+  ProcessStats::instance().record_intercepted({count * element_bytes(*format_of(format)), stats.entries,
+                                               stats.dropped_entries, stats.latency_us, bounded,
+                                               stats.kind == CallKind::fallback, stats.deadline_us[0] + stats.deadline_us[1],
+                                               bounded && stats.cut, stats.kind == CallKind::mpi});
   trace_call(stats);
   return stats.ok() ? OPTIREDUCE_OK : OPTIREDUCE_FAILED;
 }
 
+int GroupEngine::allreduce(const void* input, void* output, std::uint64_t count, int format, int op, int* reason) {
+  if (count > 0 && (!input || !output)) return OPTIREDUCE_INVALID;
+  return run(count, format, op, reason, [&](Engine& engine, ElementFormat f, bool bounded) {
+    return engine.allreduce(input, output, count, f, bounded);
+  });
+}
+
 int GroupEngine::reduce_scatter(const void* input, void* output, const std::uint64_t* counts, int format, int op,
                                 int* reason) {
-  (void)reason;
-  if (!session_open() || !counts || element_bytes(format) == 0) return OPTIREDUCE_INVALID;
+  if (!counts) return OPTIREDUCE_INVALID;
+  const std::span<const std::uint64_t> blocks(counts, static_cast<std::size_t>(callbacks_.ranks));
   std::uint64_t total = 0;
-  for (int r = 0; r < callbacks_.ranks; ++r) total += counts[r];
-  if ((total > 0 && !input) || (counts[callbacks_.rank] > 0 && !output)) return OPTIREDUCE_INVALID;
-  if (op != OPTIREDUCE_OP_SUM) return OPTIREDUCE_UNSUPPORTED;
-  // The engine has no reduce-scatter of its own yet: the front end runs an allreduce and keeps
-  // its block.
-  return OPTIREDUCE_UNSUPPORTED;
+  for (const std::uint64_t n : blocks) total += n;
+  if ((total > 0 && !input) || (blocks[static_cast<std::size_t>(callbacks_.rank)] > 0 && !output))
+    return OPTIREDUCE_INVALID;
+  return run(total, format, op, reason, [&](Engine& engine, ElementFormat f, bool bounded) {
+    return engine.reduce_scatter(input, output, blocks, f, bounded);
+  });
 }
 
 optireduce_call_stats GroupEngine::last_call() const {

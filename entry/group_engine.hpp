@@ -45,6 +45,10 @@ class GroupEngine {
   // What a call of these arguments gets short of running: OPTIREDUCE_OK when it runs. Call with
   // mutex_ held.
   int admit(std::uint64_t count, int format, int op, int* reason) const;
+  // Admits a call of `count` elements, runs `call(engine, format, bounded)` and accounts for it
+  // (failure, the C API's snapshot, the report, the trace): an optireduce_result.
+  template <typename Call>
+  int run(std::uint64_t count, int format, int op, int* reason, Call&& call);
 
   const optireduce_bootstrap callbacks_;
   std::mutex mutex_;  // one call at a time

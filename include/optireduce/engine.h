@@ -118,7 +118,9 @@ void optireduce_engine_close(optireduce_engine *engine);
 int optireduce_engine_set_mode(optireduce_engine *engine, const char *mode);
 
 /* Collective over the group: output = sum over ranks of input (count elements of `format`;
- * input may equal output). Bounded or exact as the group's mode and calibration say. On
+ * input may equal output). 16-bit elements are summed in float32 in a fixed order and rounded
+ * once, so every rank gets the same bits. Bounded or exact as the group's mode and calibration
+ * say. On
  * OPTIREDUCE_DECLINED, *reason (may be NULL) says why. */
 int optireduce_engine_allreduce(optireduce_engine *engine, const void *input, void *output, uint64_t count,
                                 int format, int op, int *reason);
@@ -128,7 +130,9 @@ int optireduce_engine_allreduce(optireduce_engine *engine, const void *input, vo
  * device buffers). */
 int optireduce_engine_accepts(optireduce_engine *engine, uint64_t count, int format, int op, int *reason);
 /* Collective over the group: rank r's output (counts[r] elements) is block r of the sum over the
- * ranks of input (the sum of counts elements, blocks in rank order). */
+ * ranks of input (the sum of counts elements, blocks in rank order; counts holds one entry per
+ * rank, zeros allowed). Bounded like an allreduce: what is still missing at the deadline is left
+ * out of the sum, never rescaled, and counted. Returns as optireduce_engine_allreduce does. */
 int optireduce_engine_reduce_scatter(optireduce_engine *engine, const void *input, void *output,
                                      const uint64_t *counts, int format, int op, int *reason);
 /* The group's last call through the engine (sequence 0: none yet). Returns 0, -1 on NULL. */

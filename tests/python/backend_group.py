@@ -17,6 +17,7 @@ Run routing with OPTIREDUCE_MODE=reliable OPTIREDUCE_MIN_BYTES=4096 (calls of 10
 go through the engine, smaller ones pass). Rank 0 prints one line per check; exit 0, 1 on a failed
 check, 77 without torch.
 """
+import os
 import sys
 import time
 import warnings
@@ -82,6 +83,20 @@ def check_allreduce(c, counters, rank, size):
                 c.check(ok and delta == ((1, 0) if served else (0, 1)),
                         f"allreduce {op} of {n} {dtype}: value {'right' if ok else 'WRONG'}, "
                         f"{'engine' if served else 'passed through'} (counters {delta})")
+    # 16-bit sums are rounded once from float32, the engine's call and a declined one alike: rank
+    # 0's 2048 plus one from every other rank is exact in float16 (2050 for 3 ranks), where adding
+    # in 16 bits would round each 2049 back to 2048. Launched as torchrun launches, the engine
+    # takes float16 in its own 16 bits; under mpirun the library's MPI_Allreduce takes float32.
+    wide = 4 if "OMPI_COMM_WORLD_RANK" in os.environ and "RANK" not in os.environ else 2
+    for n in (BIG, SMALL):
+        t = torch.full((n,), 2048.0 if rank == 0 else 1.0, dtype=torch.float16)
+        before = optireduce.stats().bytes_reduced
+        dist.all_reduce(t)
+        reduced = optireduce.stats().bytes_reduced - before
+        want_bytes = n * wide if n == BIG else 0
+        counters.delta()
+        c.check(torch.equal(t, torch.full((n,), 2048.0 + size - 1, dtype=torch.float16)) and reduced == want_bytes,
+                f"float16 sum of {n}: rounded once ({t[0].item()}), {reduced} bytes through the engine (want {want_bytes})")
     # A non-contiguous tensor, and a tensor summed in place by a subgroup of the engine's calls.
     t = torch.stack([data(rank, BIG, torch.float32)] * 2, 1)[:, 0]
     dist.all_reduce(t)

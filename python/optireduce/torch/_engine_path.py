@@ -5,7 +5,8 @@ Every call into the library is made on the group's communication thread, without
 releases it); the bootstrap's callbacks take it again for their gloo collectives, which release it
 while they wait. The engine is created inside the group's first call it runs (every rank is there).
 Calls the engine declines (below OPTIREDUCE_MIN_BYTES, mode off, an engine that failed or could not
-be made) are summed over the bootstrap's gloo group and counted as passed through.
+be made) are summed over the bootstrap's gloo group (16-bit tensors in float32, rounded once, as the
+engine sums them) and counted as passed through.
 """
 import ctypes
 import time
@@ -75,12 +76,19 @@ class EnginePath:
             raise EngineCallFailed(f"{what} failed: {_engine.error_of(self.handle)}")
         raise RuntimeError(f"{what}: the engine refused its arguments (optireduce_result {rc})")
 
+    def _gloo_sum_(self, t):
+        """t <- its sum over the group by gloo, 16-bit tensors in float32 rounded once as the
+        engine sums them (gloo would add them in 16 bits)."""
+        work = t if t.dtype == torch.float32 else t.float()
+        self.gloo.allreduce([work], self.bootstrap.allreduce_options()).wait()
+        if work is not t:
+            t.copy_(work)
+
     def sum_(self, t, fmt):
         reason = ctypes.c_int(0)
         rc = self.lib.optireduce_engine_allreduce(self.handle, t.data_ptr(), t.data_ptr(), t.numel(), fmt, _engine.OP_SUM,
                                                   ctypes.byref(reason))
-        return self._verdict(rc, reason, f"allreduce of {t.numel()} {t.dtype} elements",
-                             lambda: self.gloo.allreduce([t], self.bootstrap.allreduce_options()).wait())
+        return self._verdict(rc, reason, f"allreduce of {t.numel()} {t.dtype} elements", lambda: self._gloo_sum_(t))
 
     def reduce_scatter_(self, flat, out, counts, fmt):
         reason = ctypes.c_int(0)
@@ -89,7 +97,7 @@ class EnginePath:
                                                        _engine.OP_SUM, ctypes.byref(reason))
 
         def keep_block():
-            self.gloo.allreduce([flat], self.bootstrap.allreduce_options()).wait()
+            self._gloo_sum_(flat)
             start = sum(counts[:self.rank])
             out.copy_(flat[start:start + counts[self.rank]].view_as(out))
         return self._verdict(rc, reason, f"reduce-scatter of {flat.numel()} {flat.dtype} elements", keep_block)
