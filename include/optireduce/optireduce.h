@@ -68,10 +68,19 @@ int optireduce_comm_last_call_f(int fortran_comm, optireduce_call_stats *out);
 /* Collective over the communicator, like MPI_Comm_set_info(comm, {"optireduce_mode": mode}):
  * "bounded", "reliable" or "off". Returns MPI_SUCCESS (0) or an MPI error class. */
 int optireduce_comm_set_mode_f(int fortran_comm, const char *mode);
+/* Not collective, no communication: 1 when the engine would run an MPI_Allreduce sum of `count`
+ * elements of `format` (0 float32, 1 float16, 2 bfloat16: engine.h's optireduce_format) on the
+ * communicator now, from host memory: an intracommunicator of 2 or more ranks, at least
+ * OPTIREDUCE_MIN_BYTES, its mode not off, no earlier failure; 0 when such a call would go to the
+ * MPI; -1 before MPI_Init or for a null communicator. Every rank of the communicator gets the same
+ * answer, so a front end may choose how to make the call from it (optireduce.torch sends 16-bit
+ * tensors in 16 bits only where the engine takes them). */
+int optireduce_comm_accepts_f(int fortran_comm, uint64_t count, int format);
 
 #ifdef MPI_VERSION /* include mpi.h first to get the MPI_Comm forms */
 int optireduce_comm_last_call(MPI_Comm comm, optireduce_call_stats *out);
 int optireduce_comm_set_mode(MPI_Comm comm, const char *mode);
+int optireduce_comm_accepts(MPI_Comm comm, uint64_t count, int format);
 #endif
 
 #ifdef __cplusplus

@@ -58,6 +58,10 @@ class Library:
         if self.comm_set_mode_f is not None:
             self.comm_set_mode_f.argtypes = [ctypes.c_int, ctypes.c_char_p]
             self.comm_set_mode_f.restype = ctypes.c_int
+        self.comm_accepts_f = getattr(handle, "optireduce_comm_accepts_f", None)
+        if self.comm_accepts_f is not None:
+            self.comm_accepts_f.argtypes = [ctypes.c_int, ctypes.c_uint64, ctypes.c_int]
+            self.comm_accepts_f.restype = ctypes.c_int
 
 
 def _from_global_scope():

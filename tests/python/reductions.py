@@ -243,6 +243,13 @@ def check_set_mode(c, comm, rank, size):
     allreduce_async(t, off).wait()
     c.check(torch.equal(t, torch.full((4096,), float(size))) and counters.delta() == (0, 1)
             and optireduce.last_call(off) is None, f"set_mode(off): plain MPI (counters {counters.delta()})")
+    # A 16-bit sum the engine would decline goes widened to float64, exactly as without the library.
+    for dtype in (torch.float16, torch.bfloat16):
+        counters = Counters()
+        t = rank_data(rank, 4000, dtype, 5)
+        allreduce_async(t, off).wait()
+        c.check(torch.equal(t, expected_sum(size, 4000, dtype, 5).to(dtype)) and counters.delta() == (0, 1),
+                f"set_mode(off): {dtype} widened to float64, correctly rounded (counters {counters.delta()})")
     off.Free()
 
 

@@ -1,9 +1,11 @@
 """float16 and bfloat16 sums over MPI as the preloaded library recognises them: 2-byte elements
 (MPI.BYTE.Create_contiguous(2)) reduced with an op of MPI_Op_create whose function sums the format
 (widened to float32, rounded back to nearest). The library probes the op once, the ranks agree,
-and the engine serves the call in 16 bits (README, "What is intercepted"). Where the engine
-declines a call (below OPTIREDUCE_MIN_BYTES, a communicator whose mode is off), the MPI reduces it
-with the same op, rounding to 16 bits at each step of its reduction, as Horovod's fp16 does.
+and the engine serves the call in 16 bits (README, "What is intercepted"). Only for calls the
+engine takes (engine_takes: the library's optireduce_comm_accepts_f, the same answer on every
+rank): one it would decline (below OPTIREDUCE_MIN_BYTES, a communicator whose mode is off) the MPI
+would reduce with the same op, rounding to 16 bits at each step, so callers send those their own
+way.
 
 Made once per process, on the thread that makes the MPI calls.
 """
@@ -16,10 +18,16 @@ from ._mpi import mpi
 _made = {}
 
 
-def served():
-    """True where the preload library (liboptireduce.so, with its MPI wrappers) is in the process."""
+_FORMATS = {torch.float16: 1, torch.bfloat16: 2}  # enum optireduce_format
+
+
+def engine_takes(comm, t):
+    """True where the preload library is in the process and its engine would sum `t` (float16 or
+    bfloat16) on comm now."""
     lib = _capi.library()
-    return lib is not None and lib.comm_last_call_f is not None
+    if lib is None or lib.comm_accepts_f is None:
+        return False
+    return lib.comm_accepts_f(comm.py2f(), t.numel(), _FORMATS[t.dtype]) == 1
 
 
 def _summing(dtype):

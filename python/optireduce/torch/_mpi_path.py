@@ -1,12 +1,13 @@
 """A process group's engine in a job launched by mpirun or srun with liboptireduce.so preloaded:
 MPI_Allreduce on a communicator of the group's ranks, which the preloaded library runs through its
-engine (float32 sums of at least OPTIREDUCE_MIN_BYTES) or passes to the MPI (everything else,
+engine (float32 sums, and float16/bfloat16 ones in 16 bits through _half_mpi, of at least
+OPTIREDUCE_MIN_BYTES) or passes to the MPI (everything else,
 counted by reason). Settings, report, trace and finalize line are the preload library's, at
 MPI_Finalize. Every MPI call is made on optireduce.torch's one communication thread.
 """
 from .. import _engine
 from ..stats import last_call as _last_call_of_comm
-from . import _comm_thread
+from . import _comm_thread, _half_mpi
 from ._mpi import mpi
 
 _KEY = "optireduce/mpi_rank/{}"
@@ -40,7 +41,11 @@ class MpiPath:
 
     def sum_(self, t, fmt):
         if fmt != _engine.FORMAT_FLOAT32:
-            return False  # MPI has no 16-bit float sum the preloaded library takes (yet)
+            # In 16 bits where the engine takes the call; a declined one goes as float32, rounded once.
+            if not _half_mpi.engine_takes(self.comm, t):
+                return False
+            _half_mpi.sum_(self.comm, t)
+            return True
         MPI = mpi()
         self.comm.Allreduce(MPI.IN_PLACE, [t.numpy(), MPI.FLOAT], op=MPI.SUM)
         return True

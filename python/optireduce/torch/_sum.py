@@ -1,9 +1,9 @@
 """Summing one CPU tensor over a communicator in place, with the MPI datatype its dtype needs.
 
 float32 goes as MPI_FLOAT with MPI_SUM: the call the preloaded engine serves (bounded or exact,
-as configured). float16 and bfloat16, which MPI has no standard type for: where the preload
-library is loaded, in 16 bits with the datatype and op it recognises (_half_mpi: the engine sums
-in float32 and rounds once; a mean is divided in float32 and rounded once more); without it,
+as configured). float16 and bfloat16, which MPI has no standard type for: where the preloaded
+engine takes the call, in 16 bits with the datatype and op it recognises (_half_mpi: the engine
+sums in float32 and rounds once; a mean is divided in float32 and rounded once more); otherwise
 widened to float64 (MPI_DOUBLE) and rounded back once, so the sum is as exact as the result type
 allows. Every other dtype goes through plain MPI: float64, integers and complex with their own
 MPI datatype.
@@ -24,7 +24,7 @@ def sum_inplace(comm, tensor, divisor=None):
     if divisor is not None and not (tensor.is_floating_point() or tensor.is_complex()):
         raise TypeError(f"cannot average a {tensor.dtype} tensor")
     work = tensor.detach()
-    if tensor.dtype in _WIDENED and _half_mpi.served():
+    if tensor.dtype in _WIDENED and _half_mpi.engine_takes(comm, work):
         if not work.is_contiguous():
             work = work.contiguous()
         _half_mpi.sum_(comm, work)
