@@ -46,13 +46,14 @@ for r in ranks:
     if r["intercepted_calls"] == 0 or r["engine_failures"]:
         bad.append(f"rank {r['rank']}: {r['intercepted_calls']} engine calls, {r['engine_failures']} failures")
     mates = placed.count(r["host"]) - 1
-    if "tcp/eth0" not in lanes:
+    over_link = [l for l in lanes if l.startswith("tcp/eth0")]
+    if not over_link:
         bad.append(f"rank {r['rank']}: no tcp/eth0 lane in {r['transports']!r}: other hosts not over the link")
     if mates and not kinds & shared_memory:
         bad.append(f"rank {r['rank']}: {mates} rank(s) on its host but no shared memory in {r['transports']!r}")
     if not mates and kinds & shared_memory:
         bad.append(f"rank {r['rank']}: alone on its host yet shared memory in {r['transports']!r}: another host reached through memory")
-    other = [l for l in lanes if l != "tcp/eth0" and l.split("/")[0] not in shared_memory | {"self"}]
+    other = [l for l in lanes if l not in over_link and l.split("/")[0] not in shared_memory | {"self"}]
     if other:
         bad.append(f"rank {r['rank']}: unexpected lanes {other}")
 for l in links["links"]:
