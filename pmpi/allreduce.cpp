@@ -2,15 +2,12 @@
 // MPI_Iallreduce, which only counts.
 #include "allreduce.hpp"
 
-#include "comm_engines.hpp"
-#include "device_memory.hpp"
-#include "optireduce/log.hpp"
+#include "engine_call.hpp"
 #include "runtime.hpp"
 
 namespace optireduce::pmpi {
 
-std::optional<PassReason> ineligible(const void* sendbuf, const void* recvbuf, std::int64_t count, MPI_Datatype datatype,
-                                     MPI_Op op, MPI_Comm comm) {
+std::optional<PassReason> float32_sum_reason(MPI_Datatype datatype, MPI_Op op) {
   if (datatype != MPI_FLOAT) {
     // Fortran REAL is its own handle; it is 4 bytes unless the program was built with a
     // default-real-8 flag, which the size check catches.
@@ -19,9 +16,19 @@ std::optional<PassReason> ineligible(const void* sendbuf, const void* recvbuf, s
     if (PMPI_Type_size(datatype, &size) != MPI_SUCCESS || size != 4) return PassReason::datatype;
   }
   if (op != MPI_SUM) return PassReason::op;
+  return std::nullopt;
+}
+
+std::optional<PassReason> ineligible(const void* sendbuf, const void* recvbuf, std::int64_t count, MPI_Datatype datatype,
+                                     MPI_Op op, MPI_Comm comm) {
+  if (auto why = float32_sum_reason(datatype, op)) return why;
   // Arguments PMPI would reject keep PMPI's error behaviour.
   if (comm == MPI_COMM_NULL || count < 0 || (count > 0 && (recvbuf == nullptr || sendbuf == recvbuf)))
     return PassReason::arguments;
+  return communicator_reason(comm);
+}
+
+std::optional<PassReason> communicator_reason(MPI_Comm comm) {
   int inter = 0, size = 0;
   if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
     return PassReason::arguments;
@@ -30,45 +37,19 @@ std::optional<PassReason> ineligible(const void* sendbuf, const void* recvbuf, s
 }
 
 std::optional<PassReason> run_engine(const void* sendbuf, void* recvbuf, std::int64_t count, MPI_Comm comm, int* result) {
-  CommState& state = comm_state(comm);
-  const float* input = static_cast<const float*>(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf);
+  const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   const auto n = static_cast<std::uint64_t>(count);
-  int reason = 0, rc = OPTIREDUCE_DECLINED;
-  {
-    std::lock_guard lock(state.mutex);
-    if (!state.engine) return PassReason::no_engine;
-    // Below OPTIREDUCE_MIN_BYTES, the communicator's mode off, an engine that failed: decided
-    // before the device check, which costs a collective where CUDA is loaded.
-    rc = optireduce_engine_accepts(state.engine, n, OPTIREDUCE_FORMAT_FLOAT32, OPTIREDUCE_OP_SUM, &reason);
-    if (rc == OPTIREDUCE_OK && any_device_buffer(input, recvbuf, comm)) return PassReason::device_buffer;
-    if (rc == OPTIREDUCE_OK)
-      rc = optireduce_engine_allreduce(state.engine, input, recvbuf, n, OPTIREDUCE_FORMAT_FLOAT32, OPTIREDUCE_OP_SUM, &reason);
-  }
-  if (rc == OPTIREDUCE_DECLINED) return static_cast<PassReason>(reason);
-  if (rc != OPTIREDUCE_OK && rc != OPTIREDUCE_FAILED) return PassReason::arguments;
-  if (rc == OPTIREDUCE_FAILED) {
-    // Every rank failed this same call (the failure is agreed), so every rank sends the
-    // communicator's later calls to PMPI_Allreduce alike; its rank 0 says so.
-    int rank = 0;
-    PMPI_Comm_rank(comm, &rank);
-    if (rank == 0) {
-      char why[512];
-      optireduce_engine_error(state.engine, why, sizeof why);
-      OR_LOG(error, "MPI_Allreduce of %lld floats failed: %s; this communicator's later calls go to PMPI_Allreduce",
-             static_cast<long long>(count), why);
-    }
-    // Never hang and never return wrong data silently: the communicator's error handler decides
-    // (MPI_ERRORS_ARE_FATAL, the default, ends the job).
-    *result = MPI_ERR_OTHER;
-    PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
-    return std::nullopt;
-  }
-  *result = MPI_SUCCESS;
-  return std::nullopt;
+  const EngineCall call{"MPI_Allreduce", "PMPI_Allreduce", n, OPTIREDUCE_FORMAT_FLOAT32, input, recvbuf};
+  return run_on_engine(
+      comm, call,
+      [&](optireduce_engine* engine, int* reason) {
+        return optireduce_engine_allreduce(engine, input, recvbuf, n, OPTIREDUCE_FORMAT_FLOAT32, OPTIREDUCE_OP_SUM, reason);
+      },
+      result);
 }
 
-void count_nonblocking() {
-  if (active() && !NestedCallGuard::nested()) optireduce_record_passthrough(OPTIREDUCE_PASS_NONBLOCKING, 0);
+void count_nonblocking(int collective) {
+  if (active() && !NestedCallGuard::nested()) optireduce_record_passthrough_of(collective, OPTIREDUCE_PASS_NONBLOCKING, 0);
 }
 
 }  // namespace optireduce::pmpi
