@@ -4,28 +4,21 @@
 
 #include "engine_call.hpp"
 #include "runtime.hpp"
+#include "sum_format.hpp"
 
 namespace optireduce::pmpi {
 
-std::optional<PassReason> float32_sum_reason(MPI_Datatype datatype, MPI_Op op) {
-  if (datatype != MPI_FLOAT) {
-    // Fortran REAL is its own handle; it is 4 bytes unless the program was built with a
-    // default-real-8 flag, which the size check catches.
-    if (datatype != MPI_REAL && datatype != MPI_REAL4) return PassReason::datatype;
-    int size = 0;
-    if (PMPI_Type_size(datatype, &size) != MPI_SUCCESS || size != 4) return PassReason::datatype;
-  }
-  if (op != MPI_SUM) return PassReason::op;
-  return std::nullopt;
-}
-
 std::optional<PassReason> ineligible(const void* sendbuf, const void* recvbuf, std::int64_t count, MPI_Datatype datatype,
-                                     MPI_Op op, MPI_Comm comm) {
-  if (auto why = float32_sum_reason(datatype, op)) return why;
+                                     MPI_Op op, MPI_Comm comm, int* format) {
+  SumFormat sum = classify_sum(datatype, op);
+  if (sum.pass) return sum.pass;
   // Arguments PMPI would reject keep PMPI's error behaviour.
   if (comm == MPI_COMM_NULL || count < 0 || (count > 0 && (recvbuf == nullptr || sendbuf == recvbuf)))
     return PassReason::arguments;
-  return communicator_reason(comm);
+  if (auto why = communicator_reason(comm)) return why;
+  if (auto why = settle_sum(sum, datatype, op, comm)) return why;
+  *format = sum.format;
+  return std::nullopt;
 }
 
 std::optional<PassReason> communicator_reason(MPI_Comm comm) {
@@ -36,14 +29,15 @@ std::optional<PassReason> communicator_reason(MPI_Comm comm) {
   return std::nullopt;
 }
 
-std::optional<PassReason> run_engine(const void* sendbuf, void* recvbuf, std::int64_t count, MPI_Comm comm, int* result) {
+std::optional<PassReason> run_engine(const void* sendbuf, void* recvbuf, std::int64_t count, int format, MPI_Comm comm,
+                                     int* result) {
   const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   const auto n = static_cast<std::uint64_t>(count);
-  const EngineCall call{"MPI_Allreduce", "PMPI_Allreduce", n, OPTIREDUCE_FORMAT_FLOAT32, input, recvbuf};
+  const EngineCall call{"MPI_Allreduce", "PMPI_Allreduce", n, format, input, recvbuf};
   return run_on_engine(
       comm, call,
       [&](optireduce_engine* engine, int* reason) {
-        return optireduce_engine_allreduce(engine, input, recvbuf, n, OPTIREDUCE_FORMAT_FLOAT32, OPTIREDUCE_OP_SUM, reason);
+        return optireduce_engine_allreduce(engine, input, recvbuf, n, format, OPTIREDUCE_OP_SUM, reason);
       },
       result);
 }

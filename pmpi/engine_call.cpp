@@ -1,6 +1,7 @@
 #include "engine_call.hpp"
 
 #include "optireduce/log.hpp"
+#include "sum_format.hpp"
 
 namespace optireduce::pmpi {
 
@@ -19,8 +20,8 @@ std::optional<PassReason> engine_outcome(MPI_Comm comm, CommState& state, const 
   if (rank == 0) {
     char why[512];
     optireduce_engine_error(state.engine, why, sizeof why);
-    OR_LOG(error, "%s of %llu elements failed: %s; this communicator's later calls go to %s", call.name,
-           static_cast<unsigned long long>(call.count), why, call.mpi_path);
+    OR_LOG(error, "%s of %llu %s elements failed: %s; this communicator's later calls go to %s", call.name,
+           static_cast<unsigned long long>(call.count), format_name(call.format), why, call.mpi_path);
   }
   // Never hang and never return wrong data silently: the communicator's error handler decides
   // (MPI_ERRORS_ARE_FATAL, the default, ends the job).

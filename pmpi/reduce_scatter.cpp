@@ -6,12 +6,16 @@
 
 #include "engine_call.hpp"
 #include "runtime.hpp"
+#include "sum_format.hpp"
 
 namespace optireduce::pmpi {
 
 std::optional<PassReason> try_reduce_scatter(const char* name, const void* sendbuf, void* recvbuf, const BlockCounts& counts,
                                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, int* result) {
-  if (auto why = float32_sum_reason(datatype, op)) return why;
+  // The same sums as the allreduce's: float32, a named fp16, or 2-byte elements with a user op
+  // the ranks agree is an fp16 or bf16 sum (sum_format.hpp).
+  SumFormat sum = classify_sum(datatype, op);
+  if (sum.pass) return sum.pass;
   if (comm == MPI_COMM_NULL || !counts.present()) return PassReason::arguments;
   if (auto why = communicator_reason(comm)) return why;
   int rank = 0, ranks = 0;
@@ -24,6 +28,8 @@ std::optional<PassReason> try_reduce_scatter(const char* name, const void* sendb
     if (n < 0) return PassReason::arguments;
     total += blocks[static_cast<std::size_t>(p)] = static_cast<std::uint64_t>(n);
   }
+  // Collective the first time a user op meets the communicator: every rank is here alike.
+  if (auto why = settle_sum(sum, datatype, op, comm)) return why;
   // Arguments the MPI would reject keep its error behaviour: only an erroneous program differs
   // between ranks here (a rank whose block is empty may pass no receive buffer).
   const bool in_place = sendbuf == MPI_IN_PLACE;
@@ -31,12 +37,11 @@ std::optional<PassReason> try_reduce_scatter(const char* name, const void* sendb
   const bool own_block = blocks[static_cast<std::size_t>(rank)] > 0;
   if (total > 0 && (input == nullptr || (!in_place && sendbuf == recvbuf))) return PassReason::arguments;
   if (own_block && recvbuf == nullptr) return PassReason::arguments;
-  const EngineCall call{name, "the MPI", total, OPTIREDUCE_FORMAT_FLOAT32, input, recvbuf};
+  const EngineCall call{name, "the MPI", total, sum.format, input, recvbuf};
   return run_on_engine(
       comm, call,
       [&](optireduce_engine* engine, int* reason) {
-        return optireduce_engine_reduce_scatter(engine, input, recvbuf, blocks.data(), OPTIREDUCE_FORMAT_FLOAT32,
-                                                OPTIREDUCE_OP_SUM, reason);
+        return optireduce_engine_reduce_scatter(engine, input, recvbuf, blocks.data(), sum.format, OPTIREDUCE_OP_SUM, reason);
       },
       result);
 }

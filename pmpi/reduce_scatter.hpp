@@ -34,8 +34,8 @@ class BlockCounts {
 };
 
 // Runs an eligible reduce-scatter through the communicator's engine, setting *result to the MPI
-// return code; or returns why it goes to the MPI untouched (a datatype or op other than a float32
-// sum, an intercommunicator or a single rank, arguments the MPI rejects, below
+// return code; or returns why it goes to the MPI untouched (a datatype or op that is not a sum the
+// engine takes, as for the allreduce: sum_format.hpp; an intercommunicator or a single rank, arguments the MPI rejects, below
 // OPTIREDUCE_MIN_BYTES in all, mode off, no engine, a failed engine, a device buffer), the same on
 // every rank. `name`: the MPI function, for messages.
 std::optional<PassReason> try_reduce_scatter(const char* name, const void* sendbuf, void* recvbuf, const BlockCounts& counts,

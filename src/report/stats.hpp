@@ -24,13 +24,13 @@ struct CallRecord {
   double deadline_us = 0;    // total budget of a bounded call
   bool cut = false;          // a phase closed at its deadline (or grace) before all its data was in
   bool over_mpi = false;     // stepped aside to the MPI's allreduce, measured faster (never a fallback)
-  CallShape shape;           // what the call computed: collective and element format
+  CallShape shape{};         // what the call computed: collective and element format
 };
 
 // Why a reduction (MPI_Allreduce, MPI_Reduce_scatter*, their non-blocking forms) went to the MPI
 // library untouched.
 enum class PassReason : unsigned {
-  datatype,       // not MPI_FLOAT / MPI_REAL / MPI_REAL4
+  datatype,       // not a float32, a named 16-bit float or a 2-byte carrier of a user op
   op,             // not MPI_SUM
   communicator,   // an intercommunicator, or fewer than 2 ranks
   arguments,      // arguments the MPI would reject (kept for its own error behaviour)
@@ -40,6 +40,9 @@ enum class PassReason : unsigned {
   engine_failed,  // an earlier engine call on the communicator failed
   nonblocking,    // MPI_Iallreduce, MPI_Ireduce_scatter*: never intercepted
   device_buffer,  // a device pointer (CUDA) on some rank of the communicator
+  user_op_not_sum,       // 2-byte elements, a user op whose probe found no fp16/bf16 sum
+  user_op_unknown,       // 2-byte elements, a user op whose creation the library did not see
+  user_op_disagreement,  // 2-byte elements, a user op the ranks' probes disagreed on
   count_
 };
 inline constexpr std::size_t kPassReasons = static_cast<std::size_t>(PassReason::count_);

@@ -2,7 +2,7 @@
 rank keeps its block of the sum, the first phase of an allreduce alone (ZeRO, FSDP)."""
 import torch
 
-from . import _comm_thread
+from . import _comm_thread, _half_mpi
 from ._mpi import communicator, mpi
 from ._sum import sum_inplace
 
@@ -24,13 +24,21 @@ def _blocks(comm, tensor, counts):
 def reduce_scatter_sum(comm, tensor, counts=None, divisor=None):
     """This rank's block of (the sum of `tensor` over comm) / divisor, as a new tensor; the blocks
     are `counts` (None: equal). float32 goes to MPI_Reduce_scatter_block or MPI_Reduce_scatter as
-    MPI_FLOAT/MPI_SUM, the calls the preloaded engine serves; other dtypes are summed as
-    optireduce.torch sums them (sum_inplace) and this rank keeps its block."""
+    MPI_FLOAT/MPI_SUM, float16 and bfloat16 (where the preload library is loaded) to
+    MPI_Reduce_scatter with the 2-byte datatype and summing op it recognises (_half_mpi): the calls
+    the preloaded engine serves; other dtypes are summed as optireduce.torch sums them
+    (sum_inplace) and this rank keeps its block."""
     if tensor.device.type != "cpu":
         raise TypeError(f"optireduce.torch reduces CPU tensors only, got one on {tensor.device}")
     blocks, equal = _blocks(comm, tensor, counts)
     rank = comm.Get_rank()
     start = sum(blocks[:rank])
+    if tensor.dtype in (torch.float16, torch.bfloat16) and _half_mpi.served():
+        out = torch.empty(blocks[rank], dtype=tensor.dtype)
+        _half_mpi.reduce_scatter_(comm, tensor.detach().contiguous().reshape(-1), out, blocks)
+        if divisor is not None:
+            out.copy_(out.float().div_(divisor))
+        return out
     if tensor.dtype != torch.float32:
         work = tensor.detach().clone()
         sum_inplace(comm, work, divisor)

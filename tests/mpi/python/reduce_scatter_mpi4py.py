@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """mpi4py + numpy under the preloaded library: comm.Reduce_scatter_block and comm.Reduce_scatter
 of float32 arrays (in place is not offered by mpi4py's buffer forms with counts, so not in place),
-and, where torch is importable, optireduce.torch.reduce_scatter_async.
+and, where torch is importable, optireduce.torch.reduce_scatter_async (float32, and bfloat16
+through the 2-byte datatype and summing op the library recognises).
 
 Every block is checked against a float64 numpy reference, and the library's counters
 (intercepted_by_operation) and last call (its collective and format) prove the engine served each
@@ -83,12 +84,18 @@ def check_torch():
     if scatters() != before + 1 or not np.array_equal(got.double().numpy(), want):
         fail(f"optireduce.torch.reduce_scatter_async of float32: served {scatters() - before}, right "
              f"{np.array_equal(got.double().numpy(), want)}")
-    # bfloat16 holds the inputs rounded (integers past 256 lose bits): the reference sums those.
+    # bfloat16 holds the inputs rounded (integers past 256 lose bits): the reference sums those
+    # (exactly: small integers), rounds the sum once to bfloat16 as the engine does, then the mean
+    # once more (divided in float32).
     rounded = [torch.from_numpy(pattern(sum(counts), r)).to(torch.bfloat16).double() for r in range(size)]
-    want16 = (sum(rounded)[start:start + counts[rank]] / size).to(torch.bfloat16)
+    block16 = sum(rounded)[start:start + counts[rank]].to(torch.bfloat16)
+    want16 = block16.float().div_(size).to(torch.bfloat16)
+    before16 = optireduce.stats().intercepted_by_operation["reduce_scatter"]["bfloat16"]
     got = ot.reduce_scatter_async(flat.to(torch.bfloat16), counts, average=True).wait()
-    if got.dtype != torch.bfloat16 or not torch.equal(got, want16):
-        fail("optireduce.torch.reduce_scatter_async of bfloat16 with average: wrong block")
+    served16 = optireduce.stats().intercepted_by_operation["reduce_scatter"]["bfloat16"] - before16
+    if got.dtype != torch.bfloat16 or not torch.equal(got, want16) or served16 != 1:
+        fail(f"optireduce.torch.reduce_scatter_async of bfloat16 with average: right {torch.equal(got, want16)}, "
+             f"{served16} bfloat16 reduce-scatters through the engine (expected 1)")
     ot.shutdown()
     return 2
 
