@@ -1,10 +1,15 @@
 ! MPI_Reduce_scatter_block and MPI_Reduce_scatter of MPI_REAL through `use mpi_f08` (bindings
-! mpi_reduce_scatter_block_f08_ and mpi_reduce_scatter_f08_, ierror optional): not in place, in
-! place, uneven counts with a zero. Integer values, so the sums are exact in any order and checked
+! mpi_reduce_scatter_block_f08_ and mpi_reduce_scatter_f08_) or, built without USE_MPI_F08,
+! `use mpi` (mpi_reduce_scatter_block_ and mpi_reduce_scatter_): not in place, in place, uneven
+! counts with a zero. Integer values, so the sums are exact in any order and checked
 ! against a double precision sum computed here. Interception is checked from outside, through the
 ! OPTIREDUCE_REPORT file (4 reduce-scatters per rank).
-program reduce_scatter_f08
+program reduce_scatter_check
+#ifdef USE_MPI_F08
   use mpi_f08
+#else
+  use mpi
+#endif
   implicit none
   integer, parameter :: block = 50021
   real, allocatable :: send(:), recv(:)
@@ -12,9 +17,9 @@ program reduce_scatter_f08
   integer, allocatable :: counts(:)
   integer :: ierr, rank, nranks, total, first, p
 
-  call MPI_Init()
-  call MPI_Comm_rank(MPI_COMM_WORLD, rank)
-  call MPI_Comm_size(MPI_COMM_WORLD, nranks)
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call MPI_Comm_size(MPI_COMM_WORLD, nranks, ierr)
   allocate(counts(nranks))
 
   counts = block
@@ -27,8 +32,8 @@ program reduce_scatter_f08
   call run(.false., .false., 'MPI_Reduce_scatter, uneven counts with a zero')
   call run(.true., .false., 'MPI_Reduce_scatter, uneven counts with a zero, MPI_IN_PLACE')
 
-  if (rank == 0) print '(a, i0, a)', 'reduce_scatter_f08: PASS on ', nranks, ' ranks'
-  call MPI_Finalize()
+  if (rank == 0) print '(a, i0, a)', 'reduce_scatter: PASS on ', nranks, ' ranks'
+  call MPI_Finalize(ierr)
 
 contains
 
@@ -70,15 +75,15 @@ contains
       end if
     end if
     if (ierr /= MPI_SUCCESS) then
-      print '(a, i0, 3a, i0)', 'reduce_scatter_f08 [rank ', rank, '] FAIL: ', what, ': ierror ', ierr
-      call MPI_Abort(MPI_COMM_WORLD, 1)
+      print '(a, i0, 3a, i0)', 'reduce_scatter [rank ', rank, '] FAIL: ', what, ': ierror ', ierr
+      call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
     end if
     bad = count(dble(recv(1:counts(rank + 1))) /= want)
     if (bad /= 0) then
-      print '(a, i0, 3a, i0, a)', 'reduce_scatter_f08 [rank ', rank, '] FAIL: ', what, ': ', bad, ' wrong elements'
-      call MPI_Abort(MPI_COMM_WORLD, 1)
+      print '(a, i0, 3a, i0, a)', 'reduce_scatter [rank ', rank, '] FAIL: ', what, ': ', bad, ' wrong elements'
+      call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
     end if
     deallocate(send, recv, want)
   end subroutine run
 
-end program reduce_scatter_f08
+end program reduce_scatter_check
