@@ -21,6 +21,12 @@ _made = {}
 _FORMATS = {torch.float16: 1, torch.bfloat16: 2}  # enum optireduce_format
 
 
+def served():
+    """True where the preload library (liboptireduce.so, with its MPI wrappers) is in the process."""
+    lib = _capi.library()
+    return lib is not None and lib.comm_last_call_f is not None
+
+
 def engine_takes(comm, t):
     """True where the preload library is in the process and its engine would sum `t` (float16 or
     bfloat16) on comm now."""
