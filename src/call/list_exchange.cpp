@@ -1,0 +1,79 @@
+// The end of a call over a transport that may lose its lists of missing chunks: the exchange that
+// makes every rank take the same decision from them (the fill of a bounded call, the exactness
+// of a calibration call made exact by resends; tar/fill_agreement.hpp), or fail the call alike.
+//
+// A rank that knows (it has what its decision needs: every peer's list, or for exactness a list
+// that already decides it) says so on its list, and waits for every peer to say so too. One that
+// does not know sends its list again to each peer it lacks word from, asking for an answer, at
+// growing intervals; peers answer with their own list. Each rank leaves once every peer has said
+// it knows. A rank that still does not know a linger after it sent its list and after the last
+// word of each peer whose list it lacks (longer while a silent peer may be stalled) fails the
+// call and tells its peers; a rank that knows waits for a
+// peer that has not said so twice that long, so the failure notice of a peer that never knew
+// reaches it while it is still in the call, and it fails the same call. Only a direction that
+// goes down just as the last word is sent, for longer than the wait, can still part the ranks.
+#include <algorithm>
+
+#include "optireduce/engine/clock_us.hpp"
+#include "optireduce/engine/call/tar_call.hpp"
+#include "optireduce/engine/tar/schedule.hpp"
+
+namespace optireduce {
+
+bool TarCall::list_known() const { return request_.exact_by_resends ? exactness_known() : s_.fill.complete(s_.ranks); }
+
+bool TarCall::exchange_lists() {
+  auto ask_wait = [&] { return us_duration(DeadlineController::decision_ask_wait_us(budget_.us[1], asks_)); };
+  const auto linger = us_duration(DeadlineController::decision_linger_us(budget_.us[1]));
+  auto next_ask = Clock::now() + ask_wait();
+  // While this rank does not know: until a linger after the peers' phases may have closed (each
+  // sends its list when its all-gather closes). A calibration run's budget is each rank's own
+  // (deadlines/controller.hpp: probe_budget_us), so there a peer may be in its phases until the
+  // hard deadline.
+  const auto last_entry = unheard_ == 0 ? std::max(all_heard_at_, start_) : Clock::now();
+  const auto peers_closed = request_.exact_by_resends ? hard_deadline_ : std::max(Clock::now(), peers_close_by(last_entry));
+  auto give_up_at = std::min(peers_closed + linger, hard_deadline_);
+  // Once it knows, a peer that has not said so yet is waited for until it must have given up, and
+  // its notice had time to come: a calibration run's peer gives up at its hard deadline, which
+  // is later by as much as it entered later.
+  const auto entered_later = unheard_ == 0 && all_heard_at_ > start_ ? all_heard_at_ - start_ : Clock::duration::zero();
+  const auto leave_by_then =
+      request_.exact_by_resends ? hard_deadline_ + entered_later + us_duration(kNoticeWaitUs) : give_up_at + 2 * linger;
+  auto leave_by = Clock::time_point::max();  // set once this rank knows, and has said so
+  if (!list_known()) send_list_to_all(list_copies_, 0);
+  for (;;) {
+    const bool known = list_known();
+    if (known && leave_by == Clock::time_point::max()) {
+      send_list_to_all(kDecidedCopies, WireHeader::kFlagDecided);
+      leave_by = leave_by_then;
+    }
+    const auto now = Clock::now();
+    if (!s_.peer_failure.ok()) return false;
+    if (known && (s_.fill.all_decided(s_.rank) || now >= leave_by)) return true;
+    if (!known && now >= give_up_at) {
+      // A peer whose list is missing but which still speaks (its phases ask for resends, its
+      // heartbeats come) is still in its phases: a linger from its last word. One that is
+      // stalled (silent, heartbeats overdue) is waited for as in the phases.
+      auto later = quiet_peers_until(now);
+      for (int p = 0; p < s_.ranks; ++p)
+        if (p != s_.rank && !s_.fill.has_list(p)) later = std::max(later, s_.heard_at[static_cast<std::size_t>(p)] + linger);
+      later = std::min(later, hard_deadline_);
+      if (later <= now) return false;
+      give_up_at = later;
+    }
+    const Status st = wait(std::min({next_ask, known ? leave_by : give_up_at}),
+                           [&] { return list_known() != known || (known && s_.fill.all_decided(s_.rank)); });
+    if (!st.ok() && st.code() != StatusCode::timeout) return false;
+    if (Clock::now() >= next_ask) {
+      // After the last round the peers' lists may still come, unasked.
+      next_ask = ++asks_ < kMostAsks ? Clock::now() + ask_wait() : Clock::time_point::max();
+      const std::uint16_t flags = (known ? WireHeader::kFlagDecided : 0) | WireHeader::kFlagWantsAnswer;
+      for (int k = 1; k < s_.ranks; ++k) {
+        const int peer = rotation_peer(s_.rank, s_.ranks, k);
+        if (!s_.fill.decided(peer)) send_list(peer, flags);
+      }
+    }
+  }
+}
+
+}  // namespace optireduce

@@ -1,0 +1,100 @@
+// Randomized fault schedules against the engine (schedule_run.hpp says what each seed checks).
+//   optireduce_schedules --seeds N [--from S]   N seeds from S (default 1)
+//   optireduce_schedules --seed S               one seed, its schedule and every call printed
+// A failing seed prints its schedule, what broke and every call; rerun it with --seed. The last
+// line is "N seeds, M disagreements, F calls failed everywhere" (M: seeds where any hang,
+// disagreement or broken bound showed); the exit status is 1 when M > 0.
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "fault_schedule.hpp"
+#include "schedule_run.hpp"
+
+namespace {
+
+// A seed that does not end in this long hangs somewhere the run's own bounds do not reach.
+constexpr auto kSeedLimit = std::chrono::seconds(90);
+
+bool number(const char* text, unsigned long long& out) {
+  char* end = nullptr;
+  out = std::strtoull(text, &end, 10);
+  return end && *end == '\0' && end != text;
+}
+
+int usage(const char* why) {
+  std::fprintf(stderr, "optireduce_schedules: %s; usage: optireduce_schedules --seeds N [--from S] | --seed S\n", why);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  unsigned long long seeds = 0, from = 1, one = 0;
+  bool single = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) return usage(("a value is missing after " + a).c_str());
+    unsigned long long v = 0;
+    if (!number(argv[++i], v)) return usage(("not a number after " + a + ": " + argv[i]).c_str());
+    if (a == "--seeds") seeds = v;
+    else if (a == "--from") from = v;
+    else if (a == "--seed") one = v, single = true;
+    else return usage(("unknown option " + a + " (accepted: --seeds, --from, --seed)").c_str());
+  }
+  if (single) seeds = 1, from = one;
+  if (seeds == 0) return usage("give --seeds N (N > 0) or --seed S");
+
+  std::mutex mutex;
+  std::condition_variable cv;
+  unsigned long long running = 0;
+  bool finished = false;
+  std::thread watchdog([&] {
+    std::unique_lock lock(mutex);
+    for (;;) {
+      const auto seed = running;
+      if (cv.wait_for(lock, kSeedLimit, [&] { return finished || running != seed; })) {
+        if (finished) return;
+        continue;
+      }
+      std::printf("seed %llu: hang: no end after %lld s\n%s\n", seed, static_cast<long long>(kSeedLimit.count()),
+                  optireduce::schedules::FaultSchedule::draw(seed).describe().c_str());
+      std::fflush(stdout);
+      std::_Exit(3);
+    }
+  });
+
+  unsigned long long disagreements = 0, failed_everywhere = 0;
+  double slowest = 0;
+  for (unsigned long long seed = from; seed < from + seeds; ++seed) {
+    {
+      std::lock_guard lock(mutex);
+      running = seed;
+    }
+    cv.notify_all();
+    const auto schedule = optireduce::schedules::FaultSchedule::draw(seed);
+    const auto outcome = optireduce::schedules::run_seed(schedule);
+    failed_everywhere += static_cast<unsigned long long>(outcome.calls_failed_everywhere);
+    slowest = std::max(slowest, outcome.seconds);
+    if (!outcome.disagreements.empty()) ++disagreements;
+    if (!outcome.disagreements.empty() || single) {
+      std::printf("%s\n", schedule.describe().c_str());
+      for (const auto& d : outcome.disagreements) std::printf("  DISAGREEMENT: %s\n", d.c_str());
+      std::printf("%s  (%.2f s; replay: optireduce_schedules --seed %llu)\n", outcome.table.c_str(), outcome.seconds, seed);
+      std::fflush(stdout);
+    }
+  }
+  {
+    std::lock_guard lock(mutex);
+    finished = true;
+  }
+  cv.notify_all();
+  watchdog.join();
+  std::printf("slowest seed %.2f s\n%llu seeds, %llu disagreements, %llu calls failed everywhere\n", slowest, seeds, disagreements,
+              failed_everywhere);
+  return disagreements ? 1 : 0;
+}
