@@ -30,6 +30,7 @@ void TarCall::handle(const InboundMessage& message) {
       // copy of a missing list, a done) come after a call by design.
       if (in.header.kind == MessageKind::scatter_chunk || in.header.kind == MessageKind::gather_chunk)
         s_.note_late(in.header.epoch, message.arrived, message.payload_size);
+      if (in.header.kind == MessageKind::missing_list) answer_late_ask(in.header);
       return;
     case InboundKind::misplaced: ++s_.rejects.misplaced; return;
     case InboundKind::ignored: return;

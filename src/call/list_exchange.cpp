@@ -49,7 +49,10 @@ bool TarCall::exchange_lists() {
     }
     const auto now = Clock::now();
     if (!s_.peer_failure.ok()) return false;
-    if (known && (s_.fill.all_decided(s_.rank) || now >= leave_by)) return true;
+    if (known && (s_.fill.all_decided(s_.rank) || now >= leave_by)) {
+      remember_list();
+      return true;
+    }
     if (!known && now >= give_up_at) {
       // A peer whose list is missing but which still speaks (its phases ask for resends, its
       // heartbeats come) is still in its phases: a linger from its last word. One that is
@@ -73,6 +76,35 @@ bool TarCall::exchange_lists() {
         if (!s_.fill.decided(peer)) send_list(peer, flags);
       }
     }
+  }
+}
+
+void TarCall::remember_list() {
+  auto& last = s_.last_list;
+  last.epoch = s_.epoch;
+  last.total = s_.layout.total();
+  last.flags = static_cast<std::uint16_t>(WireHeader::kFlagDecided | WireHeader::shape_flags(request_.shape.index()));
+  last.piece_bytes = transport_.traits().max_message_bytes - WireHeader::kEncodedSize;
+  last.bitmap = staging_->missing;
+}
+
+void TarCall::answer_late_ask(const WireHeader& ask) {
+  auto& last = s_.last_list;
+  if (last.epoch == 0 || ask.epoch != last.epoch || !(ask.flags & WireHeader::kFlagWantsAnswer) || transport_.traits().reliable)
+    return;
+  WireHeader h;
+  h.kind = MessageKind::missing_list;
+  h.source = static_cast<std::uint32_t>(s_.rank);
+  h.comm_id = s_.comm_id;
+  h.epoch = last.epoch;
+  h.total = last.total;
+  h.flags = last.flags;
+  for (std::size_t at = 0; at < last.bitmap.size(); at += last.piece_bytes) {
+    h.offset = at;
+    h.length = static_cast<std::uint32_t>(std::min(last.piece_bytes, last.bitmap.size() - at));
+    encode(h, last.header);
+    (void)transport_.send(static_cast<int>(ask.source), Lane::control, last.header,
+                          std::span<const std::byte>(last.bitmap).subspan(at, h.length));
   }
 }
 

@@ -132,6 +132,10 @@ class TarCall {
   // needs; the exchange until every rank has (true), or until this rank fails the call (false).
   bool list_known() const;
   bool exchange_lists();
+  // Once this rank knew and left, its list answers a peer still in that call that asks for it
+  // again (its word that it knew was lost), from the next call.
+  void remember_list();
+  void answer_late_ask(const WireHeader& ask);
   // How long a failure notice is given to come after the peer that sends it gave up.
   static constexpr double kNoticeWaitUs = 100e3;
   static constexpr int kDecidedCopies = 3;

@@ -1,6 +1,6 @@
 // Randomized fault schedules against the engine (schedule_run.hpp says what each seed checks).
-//   optireduce_schedules --seeds N [--from S]   N seeds from S (default 1)
-//   optireduce_schedules --seed S               one seed, its schedule and every call printed
+//   optireduce_schedules --seeds N [--from S] [--jobs J]   N seeds from S (default 1), J at a time (4)
+//   optireduce_schedules --seed S                          one seed, its schedule and every call printed
 // A failing seed prints its schedule, what broke and every call; rerun it with --seed. The last
 // line is "N seeds, M disagreements, F calls failed everywhere" (M: seeds where any hang,
 // disagreement or broken bound showed); the exit status is 1 when M > 0.
@@ -8,6 +8,9 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <vector>
+#include <algorithm>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -27,14 +30,14 @@ bool number(const char* text, unsigned long long& out) {
 }
 
 int usage(const char* why) {
-  std::fprintf(stderr, "optireduce_schedules: %s; usage: optireduce_schedules --seeds N [--from S] | --seed S\n", why);
+  std::fprintf(stderr, "optireduce_schedules: %s; usage: optireduce_schedules --seeds N [--from S] [--jobs J] | --seed S\n", why);
   return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  unsigned long long seeds = 0, from = 1, one = 0;
+  unsigned long long seeds = 0, from = 1, one = 0, jobs = 4;
   bool single = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -44,57 +47,67 @@ int main(int argc, char** argv) {
     if (a == "--seeds") seeds = v;
     else if (a == "--from") from = v;
     else if (a == "--seed") one = v, single = true;
-    else return usage(("unknown option " + a + " (accepted: --seeds, --from, --seed)").c_str());
+    else if (a == "--jobs") jobs = v;
+    else return usage(("unknown option " + a + " (accepted: --seeds, --from, --seed, --jobs)").c_str());
   }
   if (single) seeds = 1, from = one;
   if (seeds == 0) return usage("give --seeds N (N > 0) or --seed S");
 
+  // Seeds run side by side (their ranks mostly wait on timers); each is checked on its own.
+  const auto workers = single ? 1ull : std::max(1ull, jobs);
   std::mutex mutex;
   std::condition_variable cv;
-  unsigned long long running = 0;
+  std::map<unsigned long long, std::chrono::steady_clock::time_point> running;
   bool finished = false;
   std::thread watchdog([&] {
     std::unique_lock lock(mutex);
-    for (;;) {
-      const auto seed = running;
-      if (cv.wait_for(lock, kSeedLimit, [&] { return finished || running != seed; })) {
-        if (finished) return;
-        continue;
-      }
-      std::printf("seed %llu: hang: no end after %lld s\n%s\n", seed, static_cast<long long>(kSeedLimit.count()),
-                  optireduce::schedules::FaultSchedule::draw(seed).describe().c_str());
-      std::fflush(stdout);
-      std::_Exit(3);
-    }
+    while (!cv.wait_for(lock, std::chrono::seconds(1), [&] { return finished; }))
+      for (const auto& [seed, since] : running)
+        if (std::chrono::steady_clock::now() - since > kSeedLimit) {
+          std::printf("seed %llu: hang: no end after %lld s\n%s\n", seed, static_cast<long long>(kSeedLimit.count()),
+                      optireduce::schedules::FaultSchedule::draw(seed).describe().c_str());
+          std::fflush(stdout);
+          std::_Exit(3);
+        }
   });
 
-  unsigned long long disagreements = 0, failed_everywhere = 0;
+  unsigned long long disagreements = 0, failed_everywhere = 0, next = from;
   double slowest = 0;
-  for (unsigned long long seed = from; seed < from + seeds; ++seed) {
-    {
-      std::lock_guard lock(mutex);
-      running = seed;
-    }
-    cv.notify_all();
-    const auto schedule = optireduce::schedules::FaultSchedule::draw(seed);
-    const auto outcome = optireduce::schedules::run_seed(schedule);
-    failed_everywhere += static_cast<unsigned long long>(outcome.calls_failed_everywhere);
-    slowest = std::max(slowest, outcome.seconds);
-    if (!outcome.disagreements.empty()) ++disagreements;
-    if (!outcome.disagreements.empty() || single) {
-      std::printf("%s\n", schedule.describe().c_str());
-      for (const auto& d : outcome.disagreements) std::printf("  DISAGREEMENT: %s\n", d.c_str());
-      std::printf("%s  (%.2f s; replay: optireduce_schedules --seed %llu)\n", outcome.table.c_str(), outcome.seconds, seed);
-      std::fflush(stdout);
-    }
-  }
+  unsigned long long slowest_seed = 0;
+  std::vector<std::thread> pool;
+  for (unsigned long long w = 0; w < workers; ++w)
+    pool.emplace_back([&] {
+      for (;;) {
+        unsigned long long seed;
+        {
+          std::lock_guard lock(mutex);
+          if (next >= from + seeds) return;
+          seed = next++;
+          running[seed] = std::chrono::steady_clock::now();
+        }
+        const auto schedule = optireduce::schedules::FaultSchedule::draw(seed);
+        const auto outcome = optireduce::schedules::run_seed(schedule);
+        std::lock_guard lock(mutex);
+        running.erase(seed);
+        failed_everywhere += static_cast<unsigned long long>(outcome.calls_failed_everywhere);
+        if (outcome.seconds > slowest) slowest = outcome.seconds, slowest_seed = seed;
+        if (!outcome.disagreements.empty()) ++disagreements;
+        if (!outcome.disagreements.empty() || single) {
+          std::printf("%s\n", schedule.describe().c_str());
+          for (const auto& d : outcome.disagreements) std::printf("  DISAGREEMENT: %s\n", d.c_str());
+          std::printf("%s  (%.2f s; replay: optireduce_schedules --seed %llu)\n", outcome.table.c_str(), outcome.seconds, seed);
+          std::fflush(stdout);
+        }
+      }
+    });
+  for (auto& t : pool) t.join();
   {
     std::lock_guard lock(mutex);
     finished = true;
   }
   cv.notify_all();
   watchdog.join();
-  std::printf("slowest seed %.2f s\n%llu seeds, %llu disagreements, %llu calls failed everywhere\n", slowest, seeds, disagreements,
+  std::printf("slowest seed %llu: %.2f s\n%llu seeds, %llu disagreements, %llu calls failed everywhere\n", slowest_seed, slowest, seeds, disagreements,
               failed_everywhere);
   return disagreements ? 1 : 0;
 }
