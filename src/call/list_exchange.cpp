@@ -45,10 +45,11 @@ bool TarCall::exchange_lists() {
     const bool known = list_known();
     if (known && leave_by == Clock::time_point::max()) {
       send_list_to_all(kDecidedCopies, WireHeader::kFlagDecided);
-      // A peer whose list came began its exchange by now, and gives up at most its phases'
-      // stretch and a linger after that (once more where it hears from a peer meanwhile).
+      // A bounded call's peer whose list came began its exchange by now, and gives up at most
+      // its phases' stretch and a linger after that (once more where it hears from a peer
+      // meanwhile). A calibration run's gives up at its hard deadline (leave_by_then).
       const auto stretch = us_duration(DeadlineController::stretch_limit_us(budget_.us[0]) + DeadlineController::stretch_limit_us(budget_.us[1]));
-      leave_by = std::max(leave_by_then, Clock::now() + stretch + 2 * linger);
+      leave_by = request_.exact_by_resends ? leave_by_then : std::max(leave_by_then, Clock::now() + stretch + 2 * linger);
     }
     const auto now = Clock::now();
     if (!s_.peer_failure.ok()) return false;
