@@ -50,6 +50,8 @@ bool TarCall::exchange_lists() {
       // meanwhile). A calibration run's gives up at its hard deadline (leave_by_then).
       const auto stretch = us_duration(DeadlineController::stretch_limit_us(budget_.us[0]) + DeadlineController::stretch_limit_us(budget_.us[1]));
       leave_by = request_.exact_by_resends ? leave_by_then : std::max(leave_by_then, Clock::now() + stretch + 2 * linger);
+      // No peer is in the call after its hard deadline (later by as much as it entered later).
+      leave_by = std::min(leave_by, hard_deadline_ + entered_later + us_duration(kNoticeWaitUs));
     }
     const auto now = Clock::now();
     if (!s_.peer_failure.ok()) return false;
