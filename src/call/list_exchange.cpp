@@ -12,6 +12,8 @@
 // peer that has not said so twice that long, so the failure notice of a peer that never knew
 // reaches it while it is still in the call, and it fails the same call. Only a direction that
 // goes down just as the last word is sent, for longer than the wait, can still part the ranks.
+// A peer that has not entered the call yet is waited for until the hard deadline: the others'
+// phases cut its data where the loss budget allows, but only its list tells what it lacks.
 #include <algorithm>
 
 #include "optireduce/engine/clock_us.hpp"
@@ -33,6 +35,14 @@ bool TarCall::exchange_lists() {
   const auto last_entry = unheard_ == 0 ? std::max(all_heard_at_, start_) : Clock::now();
   const auto peers_closed = request_.exact_by_resends ? hard_deadline_ : std::max(Clock::now(), peers_close_by(last_entry));
   auto give_up_at = std::min(peers_closed + linger, hard_deadline_);
+  // A peer nothing of this call came from has not entered it yet: its list is waited for as long
+  // as the call may last (its data is cut from the phases, as the loss budget allows, but only
+  // its list tells what it lacks; the call is bounded from the last rank's entry).
+  auto late_missing = [&] {
+    for (int p = 0; p < s_.ranks; ++p)
+      if (p != s_.rank && !s_.fill.has_list(p) && !s_.heard_from[static_cast<std::size_t>(p)]) return true;
+    return false;
+  };
   // Once it knows, a peer that has not said so yet is waited for until it must have given up, and
   // its notice had time to come: a calibration run's peer gives up at its hard deadline, which
   // is later by as much as it entered later.
@@ -63,7 +73,7 @@ bool TarCall::exchange_lists() {
       // A peer whose list is missing but which still speaks (its phases ask for resends, its
       // heartbeats come) is still in its phases: a linger from its last word. One that is
       // stalled (silent, heartbeats overdue) is waited for as in the phases.
-      auto later = quiet_peers_until(now);
+      auto later = late_missing() ? hard_deadline_ : quiet_peers_until(now);
       for (int p = 0; p < s_.ranks; ++p)
         if (p != s_.rank && !s_.fill.has_list(p)) later = std::max(later, s_.heard_at[static_cast<std::size_t>(p)] + linger);
       later = std::min(later, hard_deadline_);
