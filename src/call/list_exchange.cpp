@@ -5,15 +5,14 @@
 // A rank that knows (it has what its decision needs: every peer's list, or for exactness a list
 // that already decides it) says so on its list, and waits for every peer to say so too. One that
 // does not know sends its list again to each peer it lacks word from, asking for an answer, at
-// growing intervals; peers answer with their own list. Each rank leaves once every peer has said
-// it knows. A rank that still does not know a linger after it sent its list and after the last
-// word of each peer whose list it lacks (longer while a silent peer may be stalled) fails the
-// call and tells its peers; a rank that knows waits for a
-// peer that has not said so twice that long, so the failure notice of a peer that never knew
-// reaches it while it is still in the call, and it fails the same call. Only a direction that
-// goes down just as the last word is sent, for longer than the wait, can still part the ranks.
-// A peer that has not entered the call yet is waited for until the hard deadline: the others'
-// phases cut its data where the loss budget allows, but only its list tells what it lacks.
+// growing intervals; peers answer with their own list, also from their next call once they left.
+// Each rank leaves once every peer has said it knows. A rank that still does not know a linger
+// after the peers' phases may have closed and after the last word of each peer whose list it
+// lacks (until the hard deadline while such a peer has not entered the call, or may be stalled)
+// fails the call and tells its peers; a rank that knows waits for a peer that has not said so
+// until that peer must have given up, so it hears of the failure and fails the same call. Only a
+// direction that goes down just as the last word is sent, for longer than the wait, can still
+// part the ranks.
 #include <algorithm>
 
 #include "optireduce/engine/clock_us.hpp"
@@ -43,25 +42,18 @@ bool TarCall::exchange_lists() {
       if (p != s_.rank && !s_.fill.has_list(p) && !s_.heard_from[static_cast<std::size_t>(p)]) return true;
     return false;
   };
-  // Once it knows, a peer that has not said so yet is waited for until it must have given up, and
-  // its notice had time to come: a calibration run's peer gives up at its hard deadline, which
-  // is later by as much as it entered later.
-  const auto entered_later = unheard_ == 0 && all_heard_at_ > start_ ? all_heard_at_ - start_ : Clock::duration::zero();
-  const auto leave_by_then =
-      request_.exact_by_resends ? hard_deadline_ + entered_later + us_duration(kNoticeWaitUs) : give_up_at + 2 * linger;
   auto leave_by = Clock::time_point::max();  // set once this rank knows, and has said so
   if (!list_known()) send_list_to_all(list_copies_, 0);
   for (;;) {
     const bool known = list_known();
     if (known && leave_by == Clock::time_point::max()) {
       send_list_to_all(kDecidedCopies, WireHeader::kFlagDecided);
-      // A bounded call's peer whose list came began its exchange by now, and gives up at most
-      // its phases' stretch and a linger after that (once more where it hears from a peer
-      // meanwhile). A calibration run's gives up at its hard deadline (leave_by_then).
-      const auto stretch = us_duration(DeadlineController::stretch_limit_us(budget_.us[0]) + DeadlineController::stretch_limit_us(budget_.us[1]));
-      leave_by = request_.exact_by_resends ? leave_by_then : std::max(leave_by_then, Clock::now() + stretch + 2 * linger);
-      // No peer is in the call after its hard deadline (later by as much as it entered later).
-      leave_by = std::min(leave_by, hard_deadline_ + entered_later + us_duration(kNoticeWaitUs));
+      // A peer that has not said so yet is waited for until it must have given up (at the latest
+      // at its hard deadline, later by as much as it entered later: it waits that long for a
+      // peer it never heard from, which may be late rather than cut off) and its notice had time
+      // to come. A peer that left answers from its next call (answer_late_ask).
+      const auto entered_later = all_heard_at_ > start_ ? all_heard_at_ - start_ : Clock::duration::zero();
+      leave_by = hard_deadline_ + entered_later + us_duration(kNoticeWaitUs);
     }
     const auto now = Clock::now();
     if (!s_.peer_failure.ok()) return false;

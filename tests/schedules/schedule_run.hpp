@@ -6,9 +6,10 @@
 //  - results: exact calls bitwise the exact sum; bounded calls bitwise identical across ranks (the
 //    fill agreement), every entry a sum of a subset of the ranks' contributions (never worse than
 //    dropping what was missing), and every entry that is not the exact sum counted as dropped;
-//  - every bounded call ends within its deadlines, stretches, resend rounds and agreement waits,
-//    counted from the last rank's entry (plus descheduling the schedule injected, and what the
-//    machine's scheduler took from the threads meanwhile, measured);
+//  - every bounded call ends by its hard bound, counted from the last rank's entry; those that
+//    outlast their deadlines, stretches, resend rounds and agreement waits (plus descheduling the
+//    schedule injected, and what the machine's scheduler took from the threads meanwhile,
+//    measured) are counted: a peer's word lost at the end of the call holds them;
 //  - the counters the ranks agree on are the same on every rank.
 #pragma once
 
@@ -24,6 +25,7 @@ struct SeedOutcome {
   std::vector<std::string> disagreements;  // empty: the seed passed
   int calls_failed_everywhere = 0;
   int calls_run = 0;
+  int past_waits = 0;  // bounded calls that outlasted their deadlines' waits (a peer's word lost)
   double seconds = 0;
   std::string table;  // one line per call and rank (printed for a failing seed, or on request)
 };
