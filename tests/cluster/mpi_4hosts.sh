@@ -23,19 +23,13 @@ cmd=("$timeout_exe" -k 10 130 "$cluster" --hosts 4 --drop-host 2=10 --stats "$wo
   "$bench" --sizes 1M,4M --iters 5 --warmup 2 --json "$work/bench.json")
 run_job 130 "${cmd[@]}"
 
-/usr/bin/python3 - "$work" <<'PY'
-import json, os, sys
+/usr/bin/python3 - "$work" "$(dirname "$0")" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2])
+from bench_job import load, bench_problems
 work = sys.argv[1]
-def load(name):
-    with open(os.path.join(work, name)) as f:
-        return json.load(f)
-bad = []
-bench, report, links = load("bench.json"), load("report.json"), load("links.json")
-for s in bench["sizes"]:
-    if s["engine_calls_min_over_ranks"] == 0:
-        bad.append(f"{s['bytes']} bytes: the engine did not run on every rank")
-    if not s["results_match"]:
-        bad.append(f"{s['bytes']} bytes: engine result differs from PMPI")
+bench, report, links = load(work, "bench.json"), load(work, "report.json"), load(work, "links.json")
+bad = bench_problems(bench)
 ranks = report["ranks"]
 hosts = sorted(r["host"] for r in ranks)
 print("ranks on hosts:", hosts)
