@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # optireduce-bench's subcommands, tiny, 2 ranks on shared memory with the library preloaded
-# (OPTIREDUCE_MODE=reliable: every engine call must be exact), checking what they wrote, never how
-# fast anything was:
+# (OPTIREDUCE_MODE=reliable: every engine call must be exact; OPTIREDUCE_STEP_ASIDE=off: on one host
+# the library may otherwise hand a size class to the MPI's allreduce), checking what they wrote,
+# never how fast anything was:
 #   sweep:  the sizes from --min to --max, doubling; 512K is below OPTIREDUCE_MIN_BYTES (kind none,
 #           the MPI's), 1M is the engine's; every result exact
 #   step:   two buckets reduced in reverse order of the list, each result exact
@@ -18,7 +19,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 job() {  # name args...: runs the bench with the library preloaded, returns its exit code
   local name=$1
   shift
-  timeout -k 10 100 "$mpiexec" -np 2 --oversubscribe -x LD_PRELOAD="$lib" -x OPTIREDUCE_MODE=reliable \
+  timeout -k 10 100 "$mpiexec" -np 2 --oversubscribe -x LD_PRELOAD="$lib" -x OPTIREDUCE_MODE=reliable -x OPTIREDUCE_STEP_ASIDE=off \
     "$bench" --json "$work/$name.json" "$@" >"$work/$name.stdout" 2>"$work/$name.stderr"
 }
 
