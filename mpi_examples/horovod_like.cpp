@@ -9,8 +9,12 @@
 // The main thread waits for its tensors and checks every entry: the values are small integers, so
 // every exact summation order gives the same bits.
 //
+// --fp16: Horovod's fp16 compression: each fusion buffer travels as IEEE half precision, reduced
+// with Horovod's own datatype and op (MPI_Type_contiguous(2, MPI_BYTE) and an MPI_Op_create'd
+// float16 sum) instead of MPI_FLOAT and MPI_SUM. The small integers are exact in fp16 too.
+//
 //   mpirun -np 4 horovod_like [--steps 20] [--threshold 4194304] [--cycle-ms 1] [--tolerate F]
-//                             [--expect-engine]
+//                             [--fp16] [--expect-engine]
 //
 // --tolerate F: a bounded-time reduction may estimate a few entries; accept up to this fraction of
 // wrong entries (default 0: every entry exact). --expect-engine: fail unless a preloaded
@@ -42,6 +46,21 @@ struct Options {
   int cycle_ms = 1;
   double tolerate = 0;
   bool expect_engine = false;
+  bool fp16 = false;
+};
+
+// Horovod's float16_sum (horovod/common/half.cc): widen, add in float32, round back.
+void float16_sum(void* invec, void* inoutvec, int* len, MPI_Datatype*) {
+  const auto* in = static_cast<const _Float16*>(invec);
+  auto* inout = static_cast<_Float16*>(inoutvec);
+  for (int i = 0; i < *len; ++i) inout[i] = static_cast<_Float16>(static_cast<float>(in[i]) + static_cast<float>(inout[i]));
+}
+
+// What a fused reduction is made of: MPI_FLOAT and MPI_SUM, or Horovod's fp16 datatype and op.
+struct Wire {
+  MPI_Datatype datatype = MPI_FLOAT;
+  MPI_Op op = MPI_SUM;
+  std::size_t bytes = sizeof(float);
 };
 
 // One gradient tensor: reduced in place, then handed back.
@@ -99,7 +118,9 @@ struct Communicator {
   long threshold;
   int cycle_ms;
   int total_tensors;
+  Wire wire;
   std::vector<float> fusion;
+  std::vector<_Float16> fusion16;  // --fp16: what crosses the network
   long fused_calls = 0, min_bytes = -1, max_bytes = 0;
 
   void run() {
@@ -133,13 +154,20 @@ struct Communicator {
       std::memcpy(&fusion[offset], t->data.data(), t->data.size() * sizeof(float));
       offset += t->data.size();
     }
-    MPI_Allreduce(MPI_IN_PLACE, fusion.data(), static_cast<int>(floats), MPI_FLOAT, MPI_SUM, comm);
+    if (wire.bytes == 2) {
+      fusion16.resize(std::max(fusion16.size(), floats));
+      for (std::size_t i = 0; i < floats; ++i) fusion16[i] = static_cast<_Float16>(fusion[i]);
+      MPI_Allreduce(MPI_IN_PLACE, fusion16.data(), static_cast<int>(floats), wire.datatype, wire.op, comm);
+      for (std::size_t i = 0; i < floats; ++i) fusion[i] = static_cast<float>(fusion16[i]);
+    } else {
+      MPI_Allreduce(MPI_IN_PLACE, fusion.data(), static_cast<int>(floats), wire.datatype, wire.op, comm);
+    }
     offset = 0;
     for (Tensor* t : group) {
       std::memcpy(t->data.data(), &fusion[offset], t->data.size() * sizeof(float));
       offset += t->data.size();
     }
-    const long bytes = static_cast<long>(floats * sizeof(float));
+    const long bytes = static_cast<long>(floats * wire.bytes);
     ++fused_calls;
     min_bytes = min_bytes < 0 ? bytes : std::min(min_bytes, bytes);
     max_bytes = std::max(max_bytes, bytes);
@@ -158,6 +186,7 @@ bool parse(int argc, char** argv, Options& o) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--expect-engine") { o.expect_engine = true; continue; }
+    if (a == "--fp16") { o.fp16 = true; continue; }
     if (i + 1 >= argc) return false;
     char* end = nullptr;
     const char* v = argv[++i];
@@ -184,7 +213,7 @@ int main(int argc, char** argv) {
     if (rank == 0) {
       if (provided < MPI_THREAD_MULTIPLE) std::fprintf(stderr, "horovod_like: MPI does not provide MPI_THREAD_MULTIPLE\n");
       else std::fprintf(stderr, "horovod_like: usage: horovod_like [--steps N] [--threshold BYTES] [--cycle-ms MS] "
-                                "[--tolerate FRACTION] [--expect-engine]\n");
+                                "[--tolerate FRACTION] [--fp16] [--expect-engine]\n");
     }
     MPI_Finalize();
     return 2;
@@ -193,8 +222,16 @@ int main(int argc, char** argv) {
   // The communicator the background thread owns (Horovod duplicates the world the same way).
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  Wire wire;
+  if (opt.fp16) {
+    // Horovod's MPIContext does exactly this once at start.
+    MPI_Type_contiguous(2, MPI_BYTE, &wire.datatype);
+    MPI_Type_commit(&wire.datatype);
+    MPI_Op_create(&float16_sum, 1, &wire.op);
+    wire.bytes = 2;
+  }
   Queue queue;
-  Communicator worker{comm, queue, opt.threshold, opt.cycle_ms, opt.steps * static_cast<int>(kLayers.size()), {}};
+  Communicator worker{comm, queue, opt.threshold, opt.cycle_ms, opt.steps * static_cast<int>(kLayers.size()), wire, {}, {}};
   std::thread background([&worker] { worker.run(); });
 
   long wrong = 0, checked = 0;
@@ -237,13 +274,18 @@ int main(int argc, char** argv) {
   long min_intercepted = intercepted;
   MPI_Allreduce(MPI_IN_PLACE, &min_intercepted, 1, MPI_LONG, MPI_MIN, comm);
   MPI_Comm_free(&comm);
+  if (opt.fp16) {
+    MPI_Op_free(&wire.op);
+    MPI_Type_free(&wire.datatype);
+  }
 
   int status = 0;
   if (rank == 0) {
     const double fraction = static_cast<double>(totals[0]) / static_cast<double>(totals[1]);
-    std::printf("horovod_like: %d ranks, %d steps of %zu tensors in %.2f s; %ld fused reductions of %ld to %ld bytes "
+    std::printf("horovod_like: %d ranks, %d steps of %zu tensors in %.2f s; %ld fused %s reductions of %ld to %ld bytes "
                 "(threshold %ld); %ld of %ld entries wrong (%.3g)",
-                size, opt.steps, kLayers.size(), seconds, worker.fused_calls, worker.min_bytes, worker.max_bytes,
+                size, opt.steps, kLayers.size(), seconds, worker.fused_calls, opt.fp16 ? "fp16" : "float", worker.min_bytes,
+                worker.max_bytes,
                 opt.threshold, totals[0], totals[1], fraction);
     if (min_intercepted >= 0) std::printf("; OptiReduce intercepted %ld calls on every rank", min_intercepted);
     std::printf("%s\n", sink < 0 ? " " : "");

@@ -6,19 +6,14 @@
 #include "device_memory.hpp"
 #include "optireduce/log.hpp"
 #include "runtime.hpp"
+#include "sum_format.hpp"
 
 namespace optireduce::pmpi {
 
 std::optional<PassReason> ineligible(const void* sendbuf, const void* recvbuf, std::int64_t count, MPI_Datatype datatype,
-                                     MPI_Op op, MPI_Comm comm) {
-  if (datatype != MPI_FLOAT) {
-    // Fortran REAL is its own handle; it is 4 bytes unless the program was built with a
-    // default-real-8 flag, which the size check catches.
-    if (datatype != MPI_REAL && datatype != MPI_REAL4) return PassReason::datatype;
-    int size = 0;
-    if (PMPI_Type_size(datatype, &size) != MPI_SUCCESS || size != 4) return PassReason::datatype;
-  }
-  if (op != MPI_SUM) return PassReason::op;
+                                     MPI_Op op, MPI_Comm comm, int* format) {
+  SumFormat sum = classify_sum(datatype, op);
+  if (sum.pass) return sum.pass;
   // Arguments PMPI would reject keep PMPI's error behaviour.
   if (comm == MPI_COMM_NULL || count < 0 || (count > 0 && (recvbuf == nullptr || sendbuf == recvbuf)))
     return PassReason::arguments;
@@ -26,12 +21,15 @@ std::optional<PassReason> ineligible(const void* sendbuf, const void* recvbuf, s
   if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
     return PassReason::arguments;
   if (inter || size < 2) return PassReason::communicator;
+  if (auto why = settle_sum(sum, datatype, op, comm)) return why;
+  *format = sum.format;
   return std::nullopt;
 }
 
-std::optional<PassReason> run_engine(const void* sendbuf, void* recvbuf, std::int64_t count, MPI_Comm comm, int* result) {
+std::optional<PassReason> run_engine(const void* sendbuf, void* recvbuf, std::int64_t count, int format, MPI_Comm comm,
+                                     int* result) {
   CommState& state = comm_state(comm);
-  const float* input = static_cast<const float*>(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf);
+  const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   const auto n = static_cast<std::uint64_t>(count);
   int reason = 0, rc = OPTIREDUCE_DECLINED;
   {
@@ -39,10 +37,10 @@ std::optional<PassReason> run_engine(const void* sendbuf, void* recvbuf, std::in
     if (!state.engine) return PassReason::no_engine;
     // Below OPTIREDUCE_MIN_BYTES, the communicator's mode off, an engine that failed: decided
     // before the device check, which costs a collective where CUDA is loaded.
-    rc = optireduce_engine_accepts(state.engine, n, OPTIREDUCE_FORMAT_FLOAT32, OPTIREDUCE_OP_SUM, &reason);
+    rc = optireduce_engine_accepts(state.engine, n, format, OPTIREDUCE_OP_SUM, &reason);
     if (rc == OPTIREDUCE_OK && any_device_buffer(input, recvbuf, comm)) return PassReason::device_buffer;
     if (rc == OPTIREDUCE_OK)
-      rc = optireduce_engine_allreduce(state.engine, input, recvbuf, n, OPTIREDUCE_FORMAT_FLOAT32, OPTIREDUCE_OP_SUM, &reason);
+      rc = optireduce_engine_allreduce(state.engine, input, recvbuf, n, format, OPTIREDUCE_OP_SUM, &reason);
   }
   if (rc == OPTIREDUCE_DECLINED) return static_cast<PassReason>(reason);
   if (rc != OPTIREDUCE_OK && rc != OPTIREDUCE_FAILED) return PassReason::arguments;
@@ -54,8 +52,8 @@ std::optional<PassReason> run_engine(const void* sendbuf, void* recvbuf, std::in
     if (rank == 0) {
       char why[512];
       optireduce_engine_error(state.engine, why, sizeof why);
-      OR_LOG(error, "MPI_Allreduce of %lld floats failed: %s; this communicator's later calls go to PMPI_Allreduce",
-             static_cast<long long>(count), why);
+      OR_LOG(error, "MPI_Allreduce of %lld %s elements failed: %s; this communicator's later calls go to PMPI_Allreduce",
+             static_cast<long long>(count), format_name(format), why);
     }
     // Never hang and never return wrong data silently: the communicator's error handler decides
     // (MPI_ERRORS_ARE_FATAL, the default, ends the job).

@@ -8,39 +8,30 @@
 #include <optional>
 
 #include "optireduce/engine.h"
+#include "pass_reason.hpp"
 
 namespace optireduce::pmpi {
 
-// Why a call goes to the MPI untouched: the entry point's reasons, counted in the report.
-enum class PassReason : int {
-  datatype = OPTIREDUCE_PASS_DATATYPE,
-  op = OPTIREDUCE_PASS_OP,
-  communicator = OPTIREDUCE_PASS_COMMUNICATOR,
-  arguments = OPTIREDUCE_PASS_ARGUMENTS,
-  size = OPTIREDUCE_PASS_SIZE,
-  mode_off = OPTIREDUCE_PASS_MODE_OFF,
-  no_engine = OPTIREDUCE_PASS_NO_ENGINE,
-  engine_failed = OPTIREDUCE_PASS_ENGINE_FAILED,
-  nonblocking = OPTIREDUCE_PASS_NONBLOCKING,
-  device_buffer = OPTIREDUCE_PASS_DEVICE_BUFFER,
-};
 
-// Why the call must go to PMPI_Allreduce (nullopt: it may run through the engine). Decides
-// identically on every rank: it reads only arguments MPI requires to match across ranks and
-// settings agreed at MPI_Init.
+// Why the call must go to PMPI_Allreduce (nullopt: it may run through the engine, with elements of
+// *format, an OPTIREDUCE_FORMAT_*). Decides identically on every rank: it reads only arguments
+// MPI requires to match across ranks, settings agreed at MPI_Init and, for a user op, the verdict
+// the ranks agree on at its first use on the communicator (sum_format.hpp).
 std::optional<PassReason> ineligible(const void* sendbuf, const void* recvbuf, std::int64_t count, MPI_Datatype datatype,
-                                     MPI_Op op, MPI_Comm comm);
+                                     MPI_Op op, MPI_Comm comm, int* format);
 
 // Runs an eligible call through the communicator's engine and sets *result to the MPI return
 // code; or returns why the call goes to PMPI instead (below OPTIREDUCE_MIN_BYTES, mode off, no
 // engine, a failed engine, a device buffer on some rank), the same on every rank.
-std::optional<PassReason> run_engine(const void* sendbuf, void* recvbuf, std::int64_t count, MPI_Comm comm, int* result);
+std::optional<PassReason> run_engine(const void* sendbuf, void* recvbuf, std::int64_t count, int format, MPI_Comm comm,
+                                     int* result);
 
 // Both, for a call of an initialised library that is not nested in a Fortran wrapper.
 inline std::optional<PassReason> try_engine(const void* sendbuf, void* recvbuf, std::int64_t count, MPI_Datatype datatype,
                                             MPI_Op op, MPI_Comm comm, int* result) {
-  if (auto why = ineligible(sendbuf, recvbuf, count, datatype, op, comm)) return why;
-  return run_engine(sendbuf, recvbuf, count, comm, result);
+  int format = OPTIREDUCE_FORMAT_FLOAT32;
+  if (auto why = ineligible(sendbuf, recvbuf, count, datatype, op, comm, &format)) return why;
+  return run_engine(sendbuf, recvbuf, count, format, comm, result);
 }
 
 // Runs `forward` (the MPI's own call) and counts it as passed through for `why`, with its time.

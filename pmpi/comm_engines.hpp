@@ -6,6 +6,8 @@
 
 #include <mpi.h>
 
+#include <cstdint>
+#include <map>
 #include <mutex>
 
 #include "optireduce/engine.h"
@@ -16,6 +18,8 @@ struct CommState {
   MPI_Comm comm = MPI_COMM_NULL;
   std::mutex mutex;                       // one call at a time per communicator (device check and call)
   optireduce_engine* engine = nullptr;    // null outside MPI_Init..MPI_Finalize
+  // Agreed verdicts on user ops met here, by the op's registration serial (sum_format.cpp).
+  std::map<std::uint64_t, int> sum_verdicts;
 };
 
 void setup_comm_engines();

@@ -59,7 +59,12 @@ enum optireduce_pass_reason {
   OPTIREDUCE_PASS_NO_ENGINE = 6,  /* the group's engine could not be created (on some rank) */
   OPTIREDUCE_PASS_ENGINE_FAILED = 7, /* an earlier call of the group failed */
   OPTIREDUCE_PASS_NONBLOCKING = 8,   /* a non-blocking MPI call, never run by the engine */
-  OPTIREDUCE_PASS_DEVICE_BUFFER = 9  /* a device buffer on some rank */
+  OPTIREDUCE_PASS_DEVICE_BUFFER = 9, /* a device buffer on some rank */
+  /* 2-byte elements with an op made by MPI_Op_create (pmpi/sum_format.hpp): */
+  OPTIREDUCE_PASS_USER_OP_NOT_SUM = 10,      /* its function is not an fp16 or bf16 sum, the probe could not
+                                                tell, or it was declared not commutative */
+  OPTIREDUCE_PASS_USER_OP_UNKNOWN = 11,      /* its MPI_Op_create was not seen by the library */
+  OPTIREDUCE_PASS_USER_OP_DISAGREEMENT = 12  /* the ranks' probes of it did not agree */
 };
 
 /* Collectives over the ranks of a group, made by the front end. Each returns 0 on success and

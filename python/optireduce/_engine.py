@@ -16,7 +16,7 @@ OP_SUM = 0
 OK, DECLINED, UNSUPPORTED, FAILED, INVALID = range(5)
 # enum optireduce_pass_reason, in order.
 PASS_REASONS = ("datatype", "op", "communicator", "arguments", "size", "mode_off", "no_engine", "engine_failed",
-                "nonblocking", "device_buffer")
+                "nonblocking", "device_buffer", "user_op_not_sum", "user_op_unknown", "user_op_disagreement")
 PASS_DATATYPE, PASS_OP = 0, 1
 
 FILE_NAME = "liboptireduce-engine.so"

@@ -18,6 +18,9 @@ const char* to_string(PassReason reason) {
     case PassReason::engine_failed: return "engine_failed";
     case PassReason::nonblocking: return "nonblocking";
     case PassReason::device_buffer: return "device_buffer";
+    case PassReason::user_op_not_sum: return "user_op_not_sum";
+    case PassReason::user_op_unknown: return "user_op_unknown";
+    case PassReason::user_op_disagreement: return "user_op_disagreement";
     case PassReason::count_: break;
   }
   return "?";

@@ -26,7 +26,7 @@ struct CallRecord {
 
 // Why an MPI_Allreduce (or MPI_Iallreduce) went to the MPI library untouched.
 enum class PassReason : unsigned {
-  datatype,       // not MPI_FLOAT / MPI_REAL / MPI_REAL4
+  datatype,       // not a float32, a named 16-bit float or a 2-byte carrier of a user op
   op,             // not MPI_SUM
   communicator,   // an intercommunicator, or fewer than 2 ranks
   arguments,      // arguments the MPI would reject (kept for its own error behaviour)
@@ -36,6 +36,9 @@ enum class PassReason : unsigned {
   engine_failed,  // an earlier engine call on the communicator failed
   nonblocking,    // MPI_Iallreduce: never intercepted
   device_buffer,  // a device pointer (CUDA) on some rank of the communicator
+  user_op_not_sum,       // 2-byte elements, a user op whose probe found no fp16/bf16 sum
+  user_op_unknown,       // 2-byte elements, a user op whose creation the library did not see
+  user_op_disagreement,  // 2-byte elements, a user op the ranks' probes disagreed on
   count_
 };
 inline constexpr std::size_t kPassReasons = static_cast<std::size_t>(PassReason::count_);

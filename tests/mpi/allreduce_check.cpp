@@ -22,7 +22,7 @@ constexpr Case kCases[] = {
     {"ineligible", mpitest::case_ineligible, false}, {"threads", mpitest::case_threads, true},
     {"smoke", mpitest::case_smoke, false},           {"buckets", mpitest::case_buckets, false},
     {"mode_disagreement", mpitest::case_mode_disagreement, false}, {"first_use_race", mpitest::case_first_use_race, true},
-    {"late_rank", mpitest::case_late_rank, false},
+    {"late_rank", mpitest::case_late_rank, false},   {"half", mpitest::case_half, false},
     {"bounded_loss", mpitest::case_bounded_loss, false},     {"bounded_delay", mpitest::case_bounded_delay, false},
     {"bounded_modes", mpitest::case_bounded_modes, false},   {"bounded_trace", mpitest::case_bounded_trace, false},
     {"bounded_memory", mpitest::case_bounded_memory, false}, {"bounded_clean", mpitest::case_bounded_clean, false},

@@ -6,7 +6,8 @@ an error in the communication thread, shutdown and restart.
     reductions.py --library present|absent [--thread-level multiple|serialized|funneled]
 
 With the library (run it with OPTIREDUCE_MODE=reliable OPTIREDUCE_MIN_BYTES=0) the process
-counters must show float32 calls intercepted and every other dtype passed through, call for call.
+counters must show float32, float16 and bfloat16 calls intercepted and every other dtype passed
+through, call for call.
 Rank 0 prints one line per check; exit 0, 1 on a failed check, 77 without torch or mpi4py.
 """
 import argparse
@@ -83,18 +84,37 @@ def check_dtypes(c, comm, rank, size):
         if present:
             c.check(counters.delta() == (0, 1), f"{name} passed through to MPI (counters {counters.delta()})")
 
-    # float16/bfloat16: summed in float64, rounded once: exactly the rounded true sum (mean).
+    # float16/bfloat16. With the library: in 16 bits through the engine, which sums in float32 in rank
+    # order and rounds once (a mean: that sum divided in float32, rounded once more), the same bits on
+    # every rank. Without it: summed in float64, rounded once: the correctly rounded exact value.
     for dtype, name in ((torch.float16, "float16"), (torch.bfloat16, "bfloat16")):
         for average in (False, True):
             counters = Counters()
             t = rank_data(rank, 4000, dtype, 4)
-            want = expected_sum(size, 4000, dtype, 4)
-            want = (want / size if average else want).to(dtype)
-            allreduce_async(t, comm, average=average).wait()
-            c.check(t.dtype == dtype and torch.equal(t, want),
-                    f"{name} {'mean' if average else 'sum'} is the correctly rounded exact value")
             if present:
-                c.check(counters.delta() == (0, 1), f"{name} passed through as float64 (counters {counters.delta()})")
+                running = rank_data(0, 4000, dtype, 4).float()
+                for r in range(1, size):
+                    running = running + rank_data(r, 4000, dtype, 4).float()
+                want = running.to(dtype)
+                exact = expected_sum(size, 4000, dtype, 4)
+                if average:
+                    want = (want.float() / size).to(dtype)
+            else:
+                want = expected_sum(size, 4000, dtype, 4)
+                want = (want / size if average else want).to(dtype)
+            allreduce_async(t, comm, average=average).wait()
+            how = "float32 sum in rank order rounded once" if present else "correctly rounded exact value"
+            c.check(t.dtype == dtype and torch.equal(t, want), f"{name} {'mean' if average else 'sum'} is the {how}")
+            if present:
+                if not average:
+                    error = (t.double() - exact).abs()
+                    c.check(bool((error <= (running.to(dtype).double() - exact).abs()).all()),
+                            f"{name} sum no further from float64 than a float32 sum rounded once")
+                hashes = comm.allgather(t.view(torch.int16).numpy().tobytes())
+                c.check(len(set(hashes)) == 1, f"{name} {'mean' if average else 'sum'} bitwise the same on every rank")
+                c.check(counters.delta() == (1, 0), f"{name} went through the engine in 16 bits (counters {counters.delta()})")
+                last = optireduce.last_call(comm)
+                c.check(last.entries == 4000, f"{name}: the engine's last call had {last.entries} entries, not 4000")
 
 
 def check_error_and_restart(c, comm, rank, size):
