@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # cluster.sh: a small cluster of "hosts" on one machine, one network namespace per host, each
 # linked by a veth pair to a switch (a Linux bridge in a namespace of its own), with per-link loss
-# (nftables random drop in the switch) and per-link shaping (tc tbf), and an MPI job with one rank
-# per host launched through Open MPI's rsh agent replaced by a script that enters the namespace.
+# (nftables random drop in the switch) and per-link shaping (tc tbf), and an MPI job with one or
+# more ranks per host (--ranks-per-host) launched through Open MPI's rsh agent replaced by a script
+# that enters the host.
 #
 #   scripts/cluster.sh [options] -- command [args...]      run a command on host 0 (the head node)
 #   scripts/cluster.sh [options] --mpirun -- [mpirun args...]  the same, mpirun with the cluster's
@@ -29,26 +30,32 @@
 # limited by that host's downlink. GSO is capped to one segment on every link so that loss and
 # shaping apply to wire-sized packets (a veth carries 64 KiB TSO super-packets otherwise).
 #
-# Host identity: every command entered into a host runs in a UTS namespace of its own whose host
-# name is h<i>, so Open MPI (and the report's "host") sees N distinct nodes and never puts two
-# ranks of different hosts on shared memory. The namespaces still share /dev/shm, /tmp and the file
-# system, so any transport that finds its peers through shared memory must be excluded by hand:
-#   Open MPI: --mca pml ob1 --mca btl tcp,self (no vader); --mpirun adds this
-#   OptiReduce (UCX): -x OPTIREDUCE_UCX_TLS=tcp -x OPTIREDUCE_UCX_NET_DEVICES=eth0
+# Host identity: every command entered into host i (the command on host 0, every process Open MPI
+# starts there) runs in a UTS namespace whose host name is h<i>, and in a mount namespace whose
+# /dev/shm is a directory of host i's own (/dev/shm/orcl-<pid>-h<i>, removed at the end) and whose
+# boot id (/proc/sys/kernel/random/boot_id) is host i's own. So Open MPI and the engine (which
+# group ranks by host name) see N distinct nodes; the ranks of one host share memory with each
+# other; UCX, which puts two processes on shared memory only when their boot ids match, never
+# does so across hosts; and no file in one host's /dev/shm is seen in another. /tmp, the rest of
+# the file system and the process table stay shared. Holding UCX's network lanes to the links is
+# then enough for the engine: -x OPTIREDUCE_UCX_NET_DEVICES=eth0 (shared memory inside a host, TCP
+# over eth0 across). Open MPI: --mca pml ob1 --mca btl tcp,self; --mpirun adds this.
 #
 # The command runs on host 0 with these variables set (names without the OPTIREDUCE_ prefix, which
 # the library would reject as unknown settings):
-#   CLUSTER_HOSTFILE    Open MPI hostfile: one "10.213.0.<i+1> slots=1" line per host
+#   CLUSTER_HOSTFILE    Open MPI hostfile: one "10.213.0.<i+1> slots=L" line per host
+#   CLUSTER_RANKS_PER_HOST  L (--ranks-per-host)
 #   CLUSTER_RSH_AGENT   the rsh agent: `agent <address|h<i>> command...` runs the command in host i
 #   CLUSTER_HOSTS       the addresses, space-separated;  CLUSTER_SIZE  the number of hosts
 #   CLUSTER_MPIRUN_ARGS the options --mpirun adds (space-separated, no quoting needed)
 # e.g.
 #   scripts/cluster.sh --hosts 4 --drop-host 2=10 --rate 1gbit --stats stats.json --mpirun -- \
-#     -x LD_PRELOAD=$PWD/build/lib/liboptireduce.so -x OPTIREDUCE_UCX_TLS=tcp \
-#     -x OPTIREDUCE_UCX_NET_DEVICES=eth0 build/bin/optireduce-bench latency --sizes 16M
+#     -x LD_PRELOAD=$PWD/build/lib/liboptireduce.so -x OPTIREDUCE_UCX_NET_DEVICES=eth0 \
+#     build/bin/optireduce-bench latency --sizes 16M
 #
 # Cleanup: when the command ends, or on INT/TERM/HUP, every process in every namespace of the
-# cluster is killed and the namespaces and the temporary directory are removed. Namespaces left by
+# cluster is killed and the namespaces, the hosts' /dev/shm directories and the temporary directory
+# are removed. Namespaces left by
 # a cluster.sh killed with SIGKILL are removed by the next run. Exit code: the command's (128 +
 # signal when interrupted); 2 with one line on stderr when the cluster cannot be set up.
 set -uo pipefail
@@ -62,10 +69,15 @@ usage: scripts/cluster.sh [options] -- command [args...]
 
 Builds N network namespaces ("hosts" h0..h<N-1>, 10.213.0.1..N on eth0) linked by veth pairs to
 a bridge in a namespace of its own, with per-link loss (nftables) and shaping (tc tbf), runs the
-command on host 0 and removes everything afterwards. Root only. Exit code: the command's.
+command on host 0 and removes everything afterwards. Each host has its own host name, /dev/shm and
+boot id: its ranks share memory with each other, never with another host's. Root only. Exit code:
+the command's.
 
 options (a per-host option overrides the all-hosts one whatever their order):
   --hosts N            number of hosts, 2..32 (default 4)
+  --ranks-per-host L   MPI ranks on each host, 1..64 (default 1): the hostfile's slots; --mpirun
+                       starts N x L ranks filling each host in order (a later -np below N x L
+                       fills hosts in order: --hosts 2 --ranks-per-host 3 -np 5 gives 3 + 2)
   --drop PERMILLE      loss of every link, per direction, per mille (0..1000, decimals allowed)
   --drop-host I=PERMILLE   loss of host I's link (repeatable)
   --rate RATE          shape every link, both directions, with tc tbf (tc syntax: 1gbit, 500mbit)
@@ -76,7 +88,9 @@ options (a per-host option overrides the all-hosts one whatever their order):
                        --mca plm_rsh_agent A --mca plm_rsh_no_tree_spawn 1 --mca pml ob1
                        --mca btl tcp,self --mca btl_tcp_if_include 10.213.0.0/24
                        --mca oob_tcp_if_include 10.213.0.0/24 -np N --map-by node <args>`
-                       (one rank per host unless the arguments say otherwise after it)
+                       (one rank per host unless the arguments say otherwise after it); with
+                       --ranks-per-host L: -np N*L --map-by slot --bind-to none (the hosts share
+                       this machine's cores: binding would pile every host's first rank on one)
   --self-test          instead of a command: UDP datagrams between every pair of hosts; checks
                        the loss of each path against the configured links, and that the hosts
                        have no route outside 10.213.0.0/24
@@ -84,10 +98,11 @@ options (a per-host option overrides the all-hosts one whatever their order):
   -q, --quiet          no per-link summary on stderr at the end
   -h, --help           this text
 
-The command sees CLUSTER_HOSTFILE, CLUSTER_RSH_AGENT, CLUSTER_HOSTS, CLUSTER_SIZE and
-CLUSTER_MPIRUN_ARGS. Namespaces share /dev/shm: hold every transport to TCP (Open MPI:
---mca pml ob1 --mca btl tcp,self; OptiReduce: -x OPTIREDUCE_UCX_TLS=tcp
--x OPTIREDUCE_UCX_NET_DEVICES=eth0).
+The command sees CLUSTER_HOSTFILE, CLUSTER_RSH_AGENT, CLUSTER_HOSTS, CLUSTER_SIZE,
+CLUSTER_RANKS_PER_HOST and CLUSTER_MPIRUN_ARGS. OptiReduce needs only -x
+OPTIREDUCE_UCX_NET_DEVICES=eth0: UCX's network lanes go over the links and its shared memory
+stays inside each host (hosts differ in boot id and /dev/shm). Open MPI: --mpirun holds it to TCP
+(--mca pml ob1 --mca btl tcp,self).
 EOF
 }
 
@@ -102,6 +117,7 @@ permille_to_ppm() {
 }
 
 hosts=4
+ranks_per_host=1
 all_ppm=0
 all_rate=""
 burst="64kb"
@@ -117,6 +133,10 @@ while [ $# -gt 0 ]; do
       need_arg "$@"
       [[ "$2" =~ ^[0-9]+$ ]] && [ "$2" -ge 2 ] && [ "$2" -le 32 ] || die_setup "--hosts \"$2\" must be an integer from 2 to 32"
       hosts=$2; shift 2 ;;
+    --ranks-per-host)
+      need_arg "$@"
+      [[ "$2" =~ ^[0-9]+$ ]] && [ "$2" -ge 1 ] && [ "$2" -le 64 ] || die_setup "--ranks-per-host \"$2\" must be an integer from 1 to 64"
+      ranks_per_host=$2; shift 2 ;;
     --drop)
       need_arg "$@"
       all_ppm=$(permille_to_ppm "$2") || die_setup "--drop \"$2\" is not a per mille value from 0 to 1000"
@@ -157,7 +177,7 @@ case $mode in
 esac
 
 [ "$(id -u)" -eq 0 ] || die_setup "must run as root (network and UTS namespaces, nftables and tc need CAP_NET_ADMIN and CAP_SYS_ADMIN)"
-for tool in ip bridge nft tc unshare hostname; do
+for tool in ip bridge nft tc unshare nsenter hostname mount; do
   command -v "$tool" >/dev/null 2>&1 || die_setup "\`$tool\` not found (apt-get install iproute2 nftables util-linux hostname)"
 done
 if [ "$mode" = mpirun ]; then command -v mpirun >/dev/null 2>&1 || die_setup "\`mpirun\` not found (apt-get install openmpi-bin)"; fi
@@ -168,6 +188,7 @@ addr_of() { echo "10.213.0.$(($1 + 1))"; }
 
 prefix="orcl-$$"
 sw="$prefix-sw"
+shm_root=/dev/shm  # host i's /dev/shm is $shm_root/$prefix-h<i>
 created=()     # namespaces to delete
 tmp=""
 child=""
@@ -181,6 +202,11 @@ for stale in $(ip netns list 2>/dev/null | awk '$1 ~ /^orcl-[0-9]+-(sw|h[0-9]+)$
   # shellcheck disable=SC2046
   kill -KILL $(ip netns pids "$stale" 2>/dev/null) 2>/dev/null
   ip netns del "$stale" 2>/dev/null
+done
+for stale in "$shm_root"/orcl-*-h*; do
+  [ -d "$stale" ] || continue
+  pid=${stale#"$shm_root"/orcl-}; pid=${pid%%-*}
+  [[ "$pid" =~ ^[0-9]+$ ]] && ! kill -0 "$pid" 2>/dev/null && rm -rf "$stale"
 done
 
 kill_namespace_processes() {  # $@ = namespaces; TERM for 2 s, then KILL
@@ -211,7 +237,7 @@ stats_json() {  # $1 = exit code
   local i counters rx tx
   counters=$(switch_counters)
   {
-    printf '{"hosts": %d, "exit_code": %d, "links": [' "$hosts" "$1"
+    printf '{"hosts": %d, "ranks_per_host": %d, "exit_code": %d, "links": [' "$hosts" "$ranks_per_host" "$1"
     for ((i = 0; i < hosts; i++)); do
       read -r rx tx < <(link_bytes "$i")
       [ "$i" -gt 0 ] && printf ', '
@@ -261,6 +287,7 @@ cleanup() {
     done
   fi
   [ -n "$tmp" ] && rm -rf "$tmp"
+  rm -rf "$shm_root/$prefix"-h*
   exit "$rc"
 }
 on_signal() {
@@ -287,6 +314,9 @@ for ((i = 0; i < hosts; i++)); do
   ns="$prefix-h$i"
   ip netns add "$ns" 2>/dev/null || die_setup "cannot create network namespace $ns"
   created+=("$ns")
+  # What tells the host's processes apart from other hosts' beyond the network: /dev/shm, boot id.
+  mkdir -m 1777 "$shm_root/$ns" || die_setup "cannot create $shm_root/$ns (the /dev/shm of host $i)"
+  cat /proc/sys/kernel/random/uuid > "$tmp/boot_id-h$i" || die_setup "cannot make a boot id for host $i"
   ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 2>/dev/null
   # Both ends are created inside namespaces: nothing ever appears in the machine's own namespace.
   ip -n "$sw" link add "h$i" type veth peer name eth0 netns "$ns" || die_setup "cannot create the veth pair of host $i"
@@ -340,34 +370,51 @@ done
 } > "$tmp/switch.nft"
 ip netns exec "$sw" nft -f "$tmp/switch.nft" || die_setup "nftables rejected the switch's rules (kernel without nf_tables bridge / numgen?)"
 
-# --- hostfile and rsh agent ----------------------------------------------------------------------
+# --- entering a host, hostfile and rsh agent ------------------------------------------------------
+# `enter I command...` runs the command in host I: its network namespace, and a UTS and mount
+# namespace of its own with host I's name, /dev/shm and boot id. It starts from this script's
+# mount namespace, so that entering a host from inside another (Open MPI's agent, on host 0) sees
+# the machine's /dev/shm, not the other host's.
+cat > "$tmp/enter" <<EOF
+#!/bin/sh
+i=\$1; shift
+exec nsenter --mount=/proc/$$/ns/mnt --wd="\$PWD" ip netns exec "$prefix-h\$i" unshare --uts --mount -- /bin/sh -c \
+  'hostname "h\$0" && mount --bind "$shm_root/$prefix-h\$0" /dev/shm &&
+   mount --bind "$tmp/boot_id-h\$0" /proc/sys/kernel/random/boot_id && exec "\$@"' "\$i" "\$@"
+EOF
+chmod 755 "$tmp/enter"
+"$tmp/enter" 0 true || die_setup "cannot enter host 0 (unshare --uts --mount, or a bind mount over /dev/shm or the boot id, failed)"
 : > "$tmp/hostfile"
 addresses=""
 {
   echo '#!/bin/sh'
   echo '# Open MPI rsh agent of one cluster.sh run: `agent HOST command...` runs the command the way ssh'
-  echo '# would (words joined, read by a shell) in the namespace of HOST (address or h<i>), in a UTS'
-  echo '# namespace of its own whose host name is h<i>.'
+  echo '# would (words joined, read by a shell) in host HOST (address or h<i>), through the enter script.'
   echo 'while [ $# -gt 0 ]; do case "$1" in -*) shift ;; *) break ;; esac; done  # ssh-style options: none apply'
   echo 'host=$1; shift'
   echo 'case "$host" in'
   for ((i = 0; i < hosts; i++)); do
-    echo "  $(addr_of "$i")|h$i) ns=$prefix-h$i name=h$i ;;"
+    echo "  $(addr_of "$i")|h$i) i=$i ;;"
   done
   echo '  *) echo "cluster rsh agent: unknown host \"$host\"" >&2; exit 255 ;;'
   echo 'esac'
-  echo 'exec ip netns exec "$ns" unshare --uts -- /bin/sh -c '"'"'hostname "$0" && eval "$*"'"'"' "$name" "$@"'
+  echo "exec $tmp/enter \"\$i\" /bin/sh -c \"\$*\""
 } > "$tmp/rsh-agent"
 chmod 755 "$tmp/rsh-agent"
 for ((i = 0; i < hosts; i++)); do
-  echo "$(addr_of "$i") slots=1" >> "$tmp/hostfile"
+  echo "$(addr_of "$i") slots=$ranks_per_host" >> "$tmp/hostfile"
   addresses+="${addresses:+ }$(addr_of "$i")"
 done
 mpirun_args="--hostfile $tmp/hostfile --mca plm_rsh_agent $tmp/rsh-agent --mca plm_rsh_no_tree_spawn 1"
 mpirun_args+=" --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include 10.213.0.0/24"
-mpirun_args+=" --mca oob_tcp_if_include 10.213.0.0/24 -np $hosts --map-by node"
+mpirun_args+=" --mca oob_tcp_if_include 10.213.0.0/24"
+if [ "$ranks_per_host" = 1 ]; then
+  mpirun_args+=" -np $hosts --map-by node"
+else
+  mpirun_args+=" -np $((hosts * ranks_per_host)) --map-by slot --bind-to none"
+fi
 export CLUSTER_HOSTFILE="$tmp/hostfile" CLUSTER_RSH_AGENT="$tmp/rsh-agent" CLUSTER_HOSTS="$addresses"
-export CLUSTER_SIZE="$hosts" CLUSTER_MPIRUN_ARGS="$mpirun_args"
+export CLUSTER_SIZE="$hosts" CLUSTER_RANKS_PER_HOST="$ranks_per_host" CLUSTER_MPIRUN_ARGS="$mpirun_args"
 
 describe() {
   local i out=""
@@ -376,7 +423,7 @@ describe() {
     [ -n "$(rate_of "$i")" ] && out+=",$(rate_of "$i")"
     out+=")"
   done
-  echo "cluster: $hosts hosts ($prefix-h*), switch $sw, link drop per direction, rate:$out" >&2
+  echo "cluster: $hosts hosts ($prefix-h*) of $ranks_per_host rank slot(s), switch $sw, link drop per direction, rate:$out" >&2
 }
 describe
 
@@ -392,6 +439,22 @@ if [ "$mode" = self-test ]; then
       echo "cluster self-test: FAIL: host h$i has routes \"$routes\", expected only 10.213.0.0/24"; rc=1
     fi
   done
+  # Host identity: each host its own boot id (not the machine's) and its own /dev/shm, which every
+  # entry into that host shares and no other host sees.
+  declare -A boot_ids=()
+  for ((i = 0; i < hosts; i++)); do
+    id=$("$tmp/enter" "$i" sh -c 'touch "/dev/shm/self-test-$(hostname)" && cat /proc/sys/kernel/random/boot_id')
+    [ -n "$id" ] && [ -z "${boot_ids[$id]:-}" ] && [ "$id" != "$(cat /proc/sys/kernel/random/boot_id)" ] \
+      || { echo "cluster self-test: FAIL: host h$i's boot id \"$id\" is not its own"; rc=1; }
+    boot_ids[$id]=1
+  done
+  for ((i = 0; i < hosts; i++)); do
+    seen=$("$tmp/enter" "$i" sh -c 'cd /dev/shm && echo self-test-*')
+    if [ "$seen" != "self-test-h$i" ]; then
+      echo "cluster self-test: FAIL: host h$i's /dev/shm holds \"$seen\", expected only its own self-test-h$i"; rc=1
+    fi
+  done
+  [ "$rc" = 0 ] && echo "cluster self-test: each host has its own host name, boot id and /dev/shm: ok"
   # Per path i -> j: datagrams from host i to host j; the receiver counts them. Receivers first.
   for ((j = 0; j < hosts; j++)); do
     ip netns exec "$prefix-h$j" "$py" - "$(addr_of "$j")" "$((hosts - 1))" > "$tmp/rx$j" <<'EOF' &
@@ -468,7 +531,7 @@ fi
 # Like netem.sh: the command keeps this script's stdin and runs in the background so a signal
 # reaches the trap at once.
 started=1
-ip netns exec "$prefix-h0" unshare --uts -- /bin/sh -c 'hostname h0 && exec "$@"' sh "$@" <&0 &
+"$tmp/enter" 0 "$@" <&0 &
 child=$!
 wait "$child"
 final_rc=$?

@@ -2,7 +2,7 @@
 // version, effective configuration and where each value came from, the UCX variables in force,
 // the UCX transports, the kernel UDP transport's view of the host (interfaces, offloads, socket
 // buffers and the sysctl that limits them) and libfabric datagram providers on offer, and the
-// CPU topology.
+// CPU topology; with --placement, the shape a call takes for that placement of ranks on hosts.
 // No MPI: it reads the same environment MPI_Init would.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include "cli_errors.hpp"
 #include "optireduce/engine/config/config.hpp"
 #include "fabric_providers.hpp"
+#include "placement_shape.hpp"
 #include "optireduce/optireduce.h"
 #include "optireduce/engine/report/report.hpp"
 #include "optireduce/engine/report/topology.hpp"
@@ -39,6 +40,8 @@ struct Info {
   std::vector<std::string> call_paths;
   optireduce::tools::FabricProviders fabric;
   optireduce::TopologySummary topology;
+  bool has_shape = false;  // --placement given
+  optireduce::tools::PlacementShape shape;
 };
 
 // The value in force (as the report states it) with what the parameter table says of it.
@@ -80,6 +83,10 @@ std::vector<std::string> call_paths(const optireduce::Config& c) {
     case TransportKind::udp: out.push_back("bounded calls " + bounded + "(udp): kernel UDP datagrams, on one host too"); break;
     case TransportKind::ofi: out.push_back("bounded calls " + bounded + "(ofi): libfabric datagram endpoints"); break;
   }
+  out.push_back(c.hierarchy == optireduce::HierarchyMode::off
+                    ? "several ranks on some of several hosts: one flat TAR over every rank (OPTIREDUCE_HIERARCHY=off)"
+                    : "several ranks on some of several hosts (auto): three stages, shared memory inside hosts and one "
+                      "exchange per slice across them (not run by the engine yet; --placement 3,2,2 shows a shape)");
   if (!c.step_aside)
     out.push_back("one host: the engine carries every call (OPTIREDUCE_STEP_ASIDE=off)");
   else if (c.transport == TransportKind::udp || c.transport == TransportKind::ofi)
@@ -110,6 +117,14 @@ void print_text(const Info& info, bool verbose) {
   }
   std::printf("#\n# What carries the calls\n");
   for (const auto& line : info.call_paths) std::printf("#   %s\n", line.c_str());
+  if (info.has_shape) {
+    const auto& sh = info.shape;
+    std::printf("#\n# Shape of a call for placement %s (ranks per host)\n", sh.placement.c_str());
+    std::printf("#   %s: %s\n", sh.hierarchical ? "three stages" : "flat", sh.reason.c_str());
+    for (const auto& line : sh.slices) std::printf("#   %s\n", line.c_str());
+    std::printf("#   busiest host link, out per call of B bytes: %.2f x B (flat TAR: %.2f x B)\n", sh.link_share,
+                sh.flat_link_share);
+  }
   std::printf("#\n# UCX variables (OPTIREDUCE_UCX_* apply to the engine only and win over UCX_*)\n");
   if (info.ucx_variables.empty()) std::printf("#   (none set)\n");
   for (const auto& [name, value] : info.ucx_variables) std::printf("#   %s=%s\n", name.c_str(), value.c_str());
@@ -172,7 +187,16 @@ void print_json(const Info& info) {
        ", \"numa_nodes\": " + std::to_string(t.numa_nodes) + ", \"cpu\": " + std::to_string(t.cpu_of_thread) +
        ", \"numa_node\": " + std::to_string(t.numa_node_of_thread);
   if (!t.error.empty()) o += ", \"error\": " + quoted(t.error);
-  o += "}\n}\n";
+  o += "}";
+  if (info.has_shape) {
+    const auto& sh = info.shape;
+    o += ",\n  \"shape\": {\"placement\": " + quoted(sh.placement) + ", \"hierarchical\": " +
+         (sh.hierarchical ? "true" : "false") + ", \"reason\": " + quoted(sh.reason) + ", \"slices\": [";
+    for (std::size_t i = 0; i < sh.slices.size(); ++i) o += (i ? ", " : "") + quoted(sh.slices[i]);
+    o += "], \"link_share\": " + std::to_string(sh.link_share) + ", \"flat_link_share\": " +
+         std::to_string(sh.flat_link_share) + "}";
+  }
+  o += "\n}\n";
   std::fputs(o.c_str(), stdout);
 }
 
@@ -184,7 +208,11 @@ int main(int argc, char** argv) {
       "transports, libfabric datagram providers and topology.",
       "optireduce-info"};
   bool json = false, verbose = false;
+  std::string placement;
   app.add_flag("--json", json, "machine-readable output");
+  app.add_option("--placement", placement,
+                 "ranks per host, comma-separated (e.g. 3,2,2): the shape a call takes there "
+                 "(OPTIREDUCE_HIERARCHY) and why");
   app.add_flag("-v,--verbose", verbose, "also show what each setting accepts and does");
   optireduce::tools::add_version_flag(app);
   optireduce::tools::use_single_line_errors(app);
@@ -201,6 +229,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   Info info;
+  if (!placement.empty()) {
+    info.has_shape = true;
+    info.shape = optireduce::tools::describe_placement(placement, parsed.config.hierarchy);
+    if (!info.shape.error.empty()) {
+      std::fprintf(stderr, "optireduce-info: error: %s\n", info.shape.error.c_str());
+      return 2;
+    }
+  }
   info.version = std::to_string(OPTIREDUCE_VERSION_MAJOR) + "." + std::to_string(OPTIREDUCE_VERSION_MINOR) + "." +
                  std::to_string(OPTIREDUCE_VERSION_PATCH);
   info.settings = settings_of(env, parsed.config);

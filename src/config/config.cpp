@@ -144,7 +144,7 @@ std::string Config::agreement_text() const {
       << ";chunk_bytes=" << chunk_bytes << ";timeout_ms=" << timeout_ms << ";watchdog_ms=" << watchdog_ms
       << ";loss_budget=" << loss_budget << ";fill=" << (fill_local ? "local" : "zero") << ";agree_fill=" << agree_fill
       << ";resend_rounds=" << resend_rounds
-      << ";step_aside=" << step_aside
+      << ";step_aside=" << step_aside << ";hierarchy=" << (hierarchy == HierarchyMode::off ? "off" : "auto")
       << ";calibration_calls=" << calibration_calls << ";hadamard=" << static_cast<int>(hadamard)
       << ";hadamard_block_log2=" << hadamard_block_log2 << ";auth=" << transports.udp.authenticate;
   if (transport == TransportKind::ofi) out << ";ofi_provider=" << transports.ofi.provider << ";fec=" << transports.ofi.fec_group;
@@ -167,6 +167,7 @@ EngineOptions engine_options(const Config& config, bool hadamard_overlap) {
   o.hadamard_overlap = hadamard_overlap && config.hadamard != HadamardMode::off;
   o.faults = config.faults;
   o.transport = config.transport;
+  o.hierarchy = config.hierarchy;
   o.transport_settings = config.transports;
   o.transport_settings.ucx.chunk_bytes = config.chunk_bytes;
   o.transport_settings.udp.chunk_bytes = config.chunk_bytes;

@@ -33,6 +33,7 @@ struct Config {
   bool fill_local = false;  // all-gather chunks that never arrived: false = zero, true = local
   bool agree_fill = true;   // ranks exchange their missing chunks and fill the union alike
   unsigned resend_rounds = defaults::kResendRounds;  // bounded calls over datagrams ask again for what was lost
+  HierarchyMode hierarchy = HierarchyMode::automatic;
   bool step_aside = true;   // one host, shared memory: the faster of the MPI and the engine
   unsigned calibration_calls = defaults::kCalibrationCalls;
   HadamardMode hadamard = HadamardMode::automatic;

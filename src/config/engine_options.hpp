@@ -15,6 +15,10 @@ enum class FillPolicy { zero, local };
 // When bounded calls run in the randomized Hadamard domain (hadamard/hadamard.hpp).
 enum class HadamardMode { off, on, automatic };  // automatic: while the communicator loses data
 
+// Whether a communicator over several hosts with several ranks on some host runs its calls in
+// three stages (hierarchy/shape.hpp): automatic where the placement calls for it.
+enum class HierarchyMode { automatic, off };
+
 // Which transport carries the engine's messages.
 enum class TransportKind { automatic, ucx, udp, ofi };
 const char* to_string(TransportKind kind);
@@ -52,6 +56,7 @@ struct EngineOptions {
   bool hadamard_overlap = false;
   FaultOptions faults;
   TransportKind transport = TransportKind::automatic;
+  HierarchyMode hierarchy = HierarchyMode::automatic;
   // The communicator's calls may be bounded (its mode at creation): only then is a datagram
   // transport started beside UCX.
   bool bounded_calls = true;

@@ -23,19 +23,13 @@ cmd=("$timeout_exe" -k 10 130 "$cluster" --hosts 4 --drop-host 2=10 --stats "$wo
   "$bench" --iters 5 --warmup 2 --json "$work/bench.json" latency --sizes 1M,4M)
 run_job 130 "${cmd[@]}"
 
-/usr/bin/python3 - "$work" <<'PY'
-import json, os, sys
+/usr/bin/python3 - "$work" "$(dirname "$0")" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2])
+from bench_job import load, bench_problems
 work = sys.argv[1]
-def load(name):
-    with open(os.path.join(work, name)) as f:
-        return json.load(f)
-bad = []
-bench, report, links = load("bench.json"), load("report.json"), load("links.json")
-for e in bench["entries"]:
-    if e["kinds_all"]["none"] or e["kinds_all"]["mpi"]:
-        bad.append(f"{e['name']}: calls not run by the engine: {e['kinds_all']}")
-    if e["check"]["not_exact"] or e["check"]["failed"]:
-        bad.append(f"{e['name']}: {e['check']['not_exact']} result(s) not exact, {e['check']['failed']} failed call(s)")
+bench, report, links = load(work, "bench.json"), load(work, "report.json"), load(work, "links.json")
+bad = bench_problems(bench)
 ranks = report["ranks"]
 hosts = sorted(r["host"] for r in ranks)
 print("ranks on hosts:", hosts)

@@ -1,0 +1,109 @@
+// The exact stages inside a host (hierarchy/host_segment, hierarchy/host_stages): local ranks as
+// threads, each with its own mapping of the engine's POSIX shared memory, as separate processes
+// would have.
+#include <gtest/gtest.h>
+
+#include <sys/mman.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "optireduce/engine/hierarchy/host_stages.hpp"
+
+namespace optireduce {
+namespace {
+
+std::uint64_t unique_id() { return (static_cast<std::uint64_t>(getpid()) << 32) ^ std::random_device{}(); }
+
+bool name_exists(const std::string& name) {
+  const int fd = shm_open(name.c_str(), O_RDONLY, 0);
+  if (fd >= 0) close(fd);
+  return fd >= 0;
+}
+
+TEST(HostStages, ReduceScatterThenAllGatherGiveTheHostsSumOnEveryRank) {
+  constexpr int kLocal = 3;
+  constexpr int kCalls = 5;
+  const std::uint64_t id = unique_id();
+  const std::size_t most = 10007;
+  std::vector<std::vector<std::vector<float>>> outputs(kLocal, std::vector<std::vector<float>>(kCalls));
+  std::vector<Status> failures(kLocal);
+  auto input_of = [](int local, int call, std::size_t i) { return static_cast<float>((local + 1) * 0.37 + call * 1.1 + i * 1e-3); };
+  auto run = [&](int local) {
+    Status st;
+    auto seg = HostSegment::attach(id, "hostA", local, kLocal, most * sizeof(float), Clock::now() + std::chrono::seconds(60), st);
+    if (!seg) {
+      failures[local] = st;
+      return;
+    }
+    HostStages stages(*seg, local);
+    for (int call = 0; call < kCalls; ++call) {
+      const std::size_t n = most - static_cast<std::size_t>(call) * 1000;  // lengths change between calls
+      std::vector<float> in(n), reduced;
+      for (std::size_t i = 0; i < n; ++i) in[i] = input_of(local, call, i);
+      const ElementRange mine = local_range(local, kLocal, n, 16);
+      reduced.resize(mine.size());
+      auto& out = outputs[local][call];
+      out.assign(n, -1.0f);
+      const auto deadline = Clock::now() + std::chrono::seconds(60);
+      if (Status s = stages.reduce_scatter(in.data(), n, mine, reduced.data(), deadline); !s.ok()) failures[local] = s;
+      else if (Status g = stages.all_gather(reduced.data(), mine, out.data(), n, deadline); !g.ok()) failures[local] = g;
+      if (!failures[local].ok()) return;
+    }
+    EXPECT_GT(stages.shared_memory_bytes(), 0u);
+  };
+  std::vector<std::thread> threads;
+  for (int l = 0; l < kLocal; ++l) threads.emplace_back(run, l);
+  for (auto& t : threads) t.join();
+  for (int l = 0; l < kLocal; ++l) ASSERT_TRUE(failures[l].ok()) << failures[l].text();
+  // Nothing left in /dev/shm once every rank attached.
+  EXPECT_FALSE(name_exists(HostSegment::name_of(id, "hostA")));
+  for (int call = 0; call < kCalls; ++call) {
+    const std::size_t n = outputs[0][call].size();
+    for (std::size_t i = 0; i < n; ++i) {
+      float expected = input_of(0, call, i);  // the sum in local-rank order
+      for (int l = 1; l < kLocal; ++l) expected += input_of(l, call, i);
+      ASSERT_EQ(outputs[0][call][i], expected) << "call " << call << " element " << i;
+    }
+    for (int l = 1; l < kLocal; ++l) EXPECT_EQ(0, std::memcmp(outputs[l][call].data(), outputs[0][call].data(), n * sizeof(float)));
+  }
+}
+
+TEST(HostStages, AttachIsBoundedAndLeavesNothingBehind) {
+  const std::uint64_t id = unique_id();
+  Status st;
+  // A rank whose host's first rank never comes: a timeout, not a hang.
+  auto lonely = HostSegment::attach(id, "hostB", 1, 2, 4096, Clock::now() + std::chrono::milliseconds(50), st);
+  EXPECT_EQ(lonely, nullptr);
+  EXPECT_EQ(st.code(), StatusCode::timeout) << st.text();
+  {
+    // A first rank whose peer never attaches removes the name when it goes.
+    auto first = HostSegment::attach(id, "hostB", 0, 2, 4096, Clock::now() + std::chrono::seconds(5), st);
+    ASSERT_NE(first, nullptr) << st.text();
+    EXPECT_TRUE(name_exists(HostSegment::name_of(id, "hostB")));
+    // A second creator of the same name is refused, never joined.
+    Status again;
+    EXPECT_EQ(HostSegment::attach(id, "hostB", 0, 2, 4096, Clock::now() + std::chrono::seconds(5), again), nullptr);
+    EXPECT_EQ(again.code(), StatusCode::io) << again.text();
+    // A rank that expects another shape is told so.
+    Status shape;
+    EXPECT_EQ(HostSegment::attach(id, "hostB", 1, 2, 8192, Clock::now() + std::chrono::milliseconds(50), shape), nullptr);
+    EXPECT_FALSE(shape.ok());
+  }
+  EXPECT_FALSE(name_exists(HostSegment::name_of(id, "hostB")));
+  // A local rank that never comes to a call: the others' stage times out.
+  auto a = HostSegment::attach(id, "hostC", 0, 2, 4096, Clock::now() + std::chrono::seconds(5), st);
+  ASSERT_NE(a, nullptr);
+  auto b = HostSegment::attach(id, "hostC", 1, 2, 4096, Clock::now() + std::chrono::seconds(5), st);
+  ASSERT_NE(b, nullptr);
+  HostStages stages(*a, 0);
+  float in[4] = {1, 2, 3, 4}, reduced[2];
+  const Status late = stages.reduce_scatter(in, 4, {0, 2}, reduced, Clock::now() + std::chrono::milliseconds(50));
+  EXPECT_EQ(late.code(), StatusCode::timeout) << late.text();
+}
+
+}  // namespace
+}  // namespace optireduce
