@@ -12,6 +12,11 @@
 
 namespace {
 
+// The C API's numbering of collectives and formats is the engine's.
+static_assert(OPTIREDUCE_COLLECTIVES == optireduce::kCollectives && OPTIREDUCE_FORMATS == optireduce::kElementFormats);
+static_assert(OPTIREDUCE_COLLECTIVE_REDUCE_SCATTER == static_cast<int>(optireduce::Collective::reduce_scatter));
+static_assert(OPTIREDUCE_FORMAT_BFLOAT16 == static_cast<int>(optireduce::ElementFormat::bfloat16));
+
 bool usable(const optireduce_bootstrap* b) {
   return b && b->allgather && b->allreduce_sum && b->ranks > 0 && b->rank >= 0 && b->rank < b->ranks &&
          (b->start_allgather == nullptr) == (b->finish_allgather == nullptr);
@@ -45,6 +50,9 @@ int optireduce_get_process_stats(optireduce_process_stats* out) {
   out->engine_failures = s.engine_failures;
   out->bounded_calls = s.bounded_calls;
   out->fallback_calls = s.fallback_calls;
+  for (std::size_t c = 0; c < optireduce::kCollectives; ++c)
+    for (std::size_t f = 0; f < optireduce::kElementFormats; ++f)
+      out->intercepted_by_operation[c][f] = s.intercepted_by_shape[c * optireduce::kElementFormats + f];
   return 0;
 }
 
@@ -71,8 +79,14 @@ int optireduce_finalize(const optireduce_bootstrap* world) {
 }
 
 void optireduce_record_passthrough(int reason, double elapsed_us) {
+  optireduce_record_passthrough_of(OPTIREDUCE_COLLECTIVE_ALLREDUCE, reason, elapsed_us);
+}
+
+void optireduce_record_passthrough_of(int collective, int reason, double elapsed_us) {
   if (reason < 0 || reason >= static_cast<int>(optireduce::kPassReasons)) return;
-  optireduce::ProcessStats::instance().record_passthrough(static_cast<optireduce::PassReason>(reason), elapsed_us);
+  if (collective < 0 || collective >= static_cast<int>(optireduce::kCollectives)) return;
+  optireduce::ProcessStats::instance().record_passthrough(static_cast<optireduce::PassReason>(reason), elapsed_us,
+                                                          static_cast<optireduce::Collective>(collective));
 }
 
 optireduce_engine* optireduce_engine_open(const optireduce_bootstrap* group) {

@@ -151,7 +151,7 @@ int GroupEngine::run(std::uint64_t count, int format, int op, int* reason, Call&
   ProcessStats::instance().record_intercepted({count * element_bytes(*format_of(format)), stats.entries,
                                                stats.dropped_entries, stats.latency_us, bounded,
                                                stats.kind == CallKind::fallback, stats.deadline_us[0] + stats.deadline_us[1],
-                                               bounded && stats.cut, stats.kind == CallKind::mpi});
+                                               bounded && stats.cut, stats.kind == CallKind::mpi, stats.shape});
   trace_call(stats);
   return stats.ok() ? OPTIREDUCE_OK : OPTIREDUCE_FAILED;
 }
@@ -195,6 +195,8 @@ optireduce_call_stats GroupEngine::last_call() const {
   out.ok = c.ok() ? 1 : 0;
   out.divergent_calls = agreed_.divergent_calls;
   out.fallbacks = agreed_.fallbacks;
+  out.collective = static_cast<int>(c.shape.collective);
+  out.format = static_cast<int>(c.shape.format);
   return out;
 }
 

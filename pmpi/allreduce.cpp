@@ -2,9 +2,7 @@
 // MPI_Iallreduce, which only counts.
 #include "allreduce.hpp"
 
-#include "comm_engines.hpp"
-#include "device_memory.hpp"
-#include "optireduce/log.hpp"
+#include "engine_call.hpp"
 #include "runtime.hpp"
 #include "sum_format.hpp"
 
@@ -17,56 +15,35 @@ std::optional<PassReason> ineligible(const void* sendbuf, const void* recvbuf, s
   // Arguments PMPI would reject keep PMPI's error behaviour.
   if (comm == MPI_COMM_NULL || count < 0 || (count > 0 && (recvbuf == nullptr || sendbuf == recvbuf)))
     return PassReason::arguments;
-  int inter = 0, size = 0;
-  if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
-    return PassReason::arguments;
-  if (inter || size < 2) return PassReason::communicator;
+  if (auto why = communicator_reason(comm)) return why;
   if (auto why = settle_sum(sum, datatype, op, comm)) return why;
   *format = sum.format;
   return std::nullopt;
 }
 
-std::optional<PassReason> run_engine(const void* sendbuf, void* recvbuf, std::int64_t count, int format, MPI_Comm comm,
-                                     int* result) {
-  CommState& state = comm_state(comm);
-  const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-  const auto n = static_cast<std::uint64_t>(count);
-  int reason = 0, rc = OPTIREDUCE_DECLINED;
-  {
-    std::lock_guard lock(state.mutex);
-    if (!state.engine) return PassReason::no_engine;
-    // Below OPTIREDUCE_MIN_BYTES, the communicator's mode off, an engine that failed: decided
-    // before the device check, which costs a collective where CUDA is loaded.
-    rc = optireduce_engine_accepts(state.engine, n, format, OPTIREDUCE_OP_SUM, &reason);
-    if (rc == OPTIREDUCE_OK && any_device_buffer(input, recvbuf, comm)) return PassReason::device_buffer;
-    if (rc == OPTIREDUCE_OK)
-      rc = optireduce_engine_allreduce(state.engine, input, recvbuf, n, format, OPTIREDUCE_OP_SUM, &reason);
-  }
-  if (rc == OPTIREDUCE_DECLINED) return static_cast<PassReason>(reason);
-  if (rc != OPTIREDUCE_OK && rc != OPTIREDUCE_FAILED) return PassReason::arguments;
-  if (rc == OPTIREDUCE_FAILED) {
-    // Every rank failed this same call (the failure is agreed), so every rank sends the
-    // communicator's later calls to PMPI_Allreduce alike; its rank 0 says so.
-    int rank = 0;
-    PMPI_Comm_rank(comm, &rank);
-    if (rank == 0) {
-      char why[512];
-      optireduce_engine_error(state.engine, why, sizeof why);
-      OR_LOG(error, "MPI_Allreduce of %lld %s elements failed: %s; this communicator's later calls go to PMPI_Allreduce",
-             static_cast<long long>(count), format_name(format), why);
-    }
-    // Never hang and never return wrong data silently: the communicator's error handler decides
-    // (MPI_ERRORS_ARE_FATAL, the default, ends the job).
-    *result = MPI_ERR_OTHER;
-    PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
-    return std::nullopt;
-  }
-  *result = MPI_SUCCESS;
+std::optional<PassReason> communicator_reason(MPI_Comm comm) {
+  int inter = 0, size = 0;
+  if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
+    return PassReason::arguments;
+  if (inter || size < 2) return PassReason::communicator;
   return std::nullopt;
 }
 
-void count_nonblocking() {
-  if (active() && !NestedCallGuard::nested()) optireduce_record_passthrough(OPTIREDUCE_PASS_NONBLOCKING, 0);
+std::optional<PassReason> run_engine(const void* sendbuf, void* recvbuf, std::int64_t count, int format, MPI_Comm comm,
+                                     int* result) {
+  const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+  const auto n = static_cast<std::uint64_t>(count);
+  const EngineCall call{"MPI_Allreduce", "PMPI_Allreduce", n, format, input, recvbuf};
+  return run_on_engine(
+      comm, call,
+      [&](optireduce_engine* engine, int* reason) {
+        return optireduce_engine_allreduce(engine, input, recvbuf, n, format, OPTIREDUCE_OP_SUM, reason);
+      },
+      result);
+}
+
+void count_nonblocking(int collective) {
+  if (active() && !NestedCallGuard::nested()) optireduce_record_passthrough_of(collective, OPTIREDUCE_PASS_NONBLOCKING, 0);
 }
 
 }  // namespace optireduce::pmpi

@@ -13,6 +13,9 @@
 namespace optireduce::pmpi {
 
 
+// Why a communicator's reductions go to the MPI: an intercommunicator, fewer than 2 ranks.
+std::optional<PassReason> communicator_reason(MPI_Comm comm);
+
 // Why the call must go to PMPI_Allreduce (nullopt: it may run through the engine, with elements of
 // *format, an OPTIREDUCE_FORMAT_*). Decides identically on every rank: it reads only arguments
 // MPI requires to match across ranks, settings agreed at MPI_Init and, for a user op, the verdict
@@ -34,17 +37,18 @@ inline std::optional<PassReason> try_engine(const void* sendbuf, void* recvbuf, 
   return run_engine(sendbuf, recvbuf, count, format, comm, result);
 }
 
-// Runs `forward` (the MPI's own call) and counts it as passed through for `why`, with its time.
+// Runs `forward` (the MPI's own call) and counts it as passed through for `why`, with its time,
+// under its collective (enum optireduce_collective).
 template <typename Forward>
-auto pass_through(PassReason why, Forward&& forward) {
+auto pass_through(PassReason why, Forward&& forward, int collective = OPTIREDUCE_COLLECTIVE_ALLREDUCE) {
   const auto start = std::chrono::steady_clock::now();
   auto rc = forward();
-  optireduce_record_passthrough(static_cast<int>(why),
-                                std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+  optireduce_record_passthrough_of(collective, static_cast<int>(why),
+                                   std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
   return rc;
 }
 
-// A non-blocking call (MPI_Iallreduce): never run by the engine, only counted.
-void count_nonblocking();
+// A non-blocking call (MPI_Iallreduce, MPI_Ireduce_scatter*): never run by the engine, only counted.
+void count_nonblocking(int collective = OPTIREDUCE_COLLECTIVE_ALLREDUCE);
 
 }  // namespace optireduce::pmpi

@@ -1,15 +1,14 @@
 // Fortran entry points of mpif.h, `use mpi` and `use mpi_f08` for init, init_thread, finalize,
-// allreduce and iallreduce (only counted). Open MPI's Fortran bindings call PMPI_* directly, so without these a Fortran job
-// would never reach the C wrappers. Each wrapper either runs the call itself or forwards to the
+// allreduce and iallreduce (only counted); the reduce-scatters are in fortran_reduce_scatter.cpp.
+// Open MPI's Fortran bindings call PMPI_* directly, so without these a Fortran job would never
+// reach the C wrappers. Each wrapper either runs the call itself or forwards to the
 // MPI's own Fortran binding of the same name, which keeps its error behaviour exactly.
-#include <dlfcn.h>
 #include <mpi.h>
 
-#include <array>
-#include <cstring>
 #include <optional>
 
 #include "allreduce.hpp"
+#include "fortran_args.hpp"
 #include "runtime.hpp"
 
 using namespace optireduce::pmpi;
@@ -22,36 +21,6 @@ using InitFn = void (*)(MPI_Fint*);
 using InitThreadFn = void (*)(MPI_Fint*, MPI_Fint*, MPI_Fint*);
 using FinalizeFn = void (*)(MPI_Fint*);
 
-template <typename Fn>
-Fn next_symbol(const char* name) {
-  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
-}
-
-// The Fortran MPI_IN_PLACE is an address the MPI library defines: Open MPI's common block
-// symbols, or MPICH's pointer set during initialisation.
-bool is_fortran_in_place(const void* p) {
-  static const std::array<const void*, 4> blocks = [] {
-    std::array<const void*, 4> a{};
-    const char* names[] = {"mpi_fortran_in_place_", "mpi_fortran_in_place", "mpi_fortran_in_place__", "MPI_FORTRAN_IN_PLACE"};
-    for (std::size_t i = 0; i < a.size(); ++i) a[i] = dlsym(RTLD_DEFAULT, names[i]);
-    return a;
-  }();
-  for (const void* b : blocks)
-    if (b && p == b) return true;
-  static void* const* mpich = static_cast<void* const*>(dlsym(RTLD_DEFAULT, "MPIR_F_MPI_IN_PLACE"));
-  return mpich && *mpich && p == *mpich;
-}
-
-template <typename Handle>
-bool is_zero_handle(const Handle& h) {
-  Handle zero{};
-  return std::memcmp(&h, &zero, sizeof h) == 0;
-}
-
-void set_ierror(MPI_Fint* ierror, int rc) {
-  if (ierror) *ierror = static_cast<MPI_Fint>(rc);  // the f08 ierror is optional and may be absent
-}
-
 void allreduce(AllreduceFn real, void* sendbuf, void* recvbuf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* op,
                MPI_Fint* comm, MPI_Fint* ierror) {
   NestedCallGuard guard;
@@ -62,24 +31,9 @@ void allreduce(AllreduceFn real, void* sendbuf, void* recvbuf, MPI_Fint* count, 
                                            PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm)));
     return 0;
   };
-  if (!active()) {
-    forward();
-    return;
-  }
-  const MPI_Comm c = PMPI_Comm_f2c(*comm);
-  const MPI_Datatype t = PMPI_Type_f2c(*datatype);
-  const MPI_Op o = PMPI_Op_f2c(*op);
-  // A handle that does not translate is left for the MPI to reject.
-  std::optional<PassReason> why = PassReason::arguments;
-  if (!is_zero_handle(c) && !is_zero_handle(t) && !is_zero_handle(o)) {
-    int rc = MPI_SUCCESS;
-    why = try_engine(is_fortran_in_place(sendbuf) ? MPI_IN_PLACE : sendbuf, recvbuf, *count, t, o, c, &rc);
-    if (!why) {
-      set_ierror(ierror, rc);
-      return;
-    }
-  }
-  pass_through(*why, forward);
+  serve_or_forward(datatype, op, comm, ierror, OPTIREDUCE_COLLECTIVE_ALLREDUCE, [&](const CHandles& h, int* rc) {
+    return try_engine(is_fortran_in_place(sendbuf) ? MPI_IN_PLACE : sendbuf, recvbuf, *count, h.datatype, h.op, h.comm, rc);
+  }, forward);
 }
 
 void iallreduce(IallreduceFn real, void* sendbuf, void* recvbuf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* op,
@@ -155,9 +109,6 @@ void finalize(FinalizeFn real, MPI_Fint* ierror) {
     static const FinalizeFn real = next_symbol<FinalizeFn>(#name);  \
     finalize(real, e);                                              \
   }
-
-#define OR_FORTRAN_ALL_MANGLINGS(MACRO, lower, upper) \
-  MACRO(lower) MACRO(lower##_) MACRO(lower##__) MACRO(upper)
 
 OR_FORTRAN_ALL_MANGLINGS(OR_FORTRAN_ALLREDUCE, mpi_allreduce, MPI_ALLREDUCE)
 OR_FORTRAN_ALL_MANGLINGS(OR_FORTRAN_IALLREDUCE, mpi_iallreduce, MPI_IALLREDUCE)

@@ -25,12 +25,7 @@
 extern "C" {
 #endif
 
-/* Element formats of a call. */
-enum optireduce_format {
-  OPTIREDUCE_FORMAT_FLOAT32 = 0,
-  OPTIREDUCE_FORMAT_FLOAT16 = 1, /* IEEE binary16 */
-  OPTIREDUCE_FORMAT_BFLOAT16 = 2
-};
+/* Element formats of a call: enum optireduce_format (optireduce.h). */
 
 /* Reduction operations. */
 enum optireduce_op { OPTIREDUCE_OP_SUM = 0 };
@@ -107,6 +102,9 @@ int optireduce_init(const optireduce_bootstrap *world, uint32_t flags, uint32_t 
 int optireduce_finalize(const optireduce_bootstrap *world);
 /* Counts a reduction the front end ran itself (after DECLINED, or one it never offered). */
 void optireduce_record_passthrough(int reason, double elapsed_us);
+/* The same for a call of another collective (enum optireduce_collective; the report counts the
+ * passthrough calls of each). */
+void optireduce_record_passthrough_of(int collective, int reason, double elapsed_us);
 
 /* --- A group's engine ------------------------------------------------------------------------- */
 typedef struct optireduce_engine optireduce_engine;

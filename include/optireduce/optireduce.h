@@ -19,11 +19,26 @@ extern "C" {
 /* "MAJOR.MINOR.PATCH" of the library actually loaded (which may differ from this header). */
 const char *optireduce_version(void);
 
+/* What a call computed: its collective ... */
+enum optireduce_collective {
+  OPTIREDUCE_COLLECTIVE_ALLREDUCE = 0,     /* MPI_Allreduce, a torch all_reduce */
+  OPTIREDUCE_COLLECTIVE_REDUCE_SCATTER = 1 /* MPI_Reduce_scatter(_block), a torch reduce_scatter */
+};
+#define OPTIREDUCE_COLLECTIVES 2
+
+/* ... and the format of its elements. */
+enum optireduce_format {
+  OPTIREDUCE_FORMAT_FLOAT32 = 0,
+  OPTIREDUCE_FORMAT_FLOAT16 = 1, /* IEEE binary16 */
+  OPTIREDUCE_FORMAT_BFLOAT16 = 2
+};
+#define OPTIREDUCE_FORMATS 3
+
 /* Counters of this process since MPI_Init. They outlive communicators: a communicator freed
  * before MPI_Finalize still counts. */
 typedef struct optireduce_process_stats {
-  uint64_t intercepted_calls;  /* eligible MPI_Allreduce calls run by the engine */
-  uint64_t passthrough_calls;  /* MPI_Allreduce calls handed to PMPI_Allreduce unchanged */
+  uint64_t intercepted_calls;  /* calls the engine served: allreduce of any format, reduce-scatter */
+  uint64_t passthrough_calls;  /* calls handed to the MPI's own collective unchanged (by reason in the report) */
   uint64_t bytes_reduced;      /* payload bytes of intercepted calls */
   uint64_t entries_reduced;    /* result entries of intercepted calls */
   uint64_t entries_dropped;    /* result entries that lacked a contribution (0 when exact) */
@@ -32,6 +47,8 @@ typedef struct optireduce_process_stats {
   uint64_t engine_failures;    /* communicators where engine creation failed (they fall back) */
   uint64_t bounded_calls;      /* intercepted calls that ran under deadlines */
   uint64_t fallback_calls;     /* intercepted calls that ran exactly because of the loss budget */
+  /* intercepted_calls by [enum optireduce_collective][enum optireduce_format] */
+  uint64_t intercepted_by_operation[OPTIREDUCE_COLLECTIVES][OPTIREDUCE_FORMATS];
 } optireduce_process_stats;
 
 /* Fills *out. Returns 0, or -1 when out is NULL. Safe to call from any thread at any time. */
@@ -60,6 +77,8 @@ typedef struct optireduce_call_stats {
   int ok;                     /* 1 when the call succeeded */
   uint64_t divergent_calls;   /* so far on this communicator, agreed by all ranks */
   uint64_t fallbacks;         /* times the loss budget sent it to exact calls */
+  int collective;             /* enum optireduce_collective of the call */
+  int format;                 /* enum optireduce_format of its elements */
 } optireduce_call_stats;
 
 /* By Fortran handle (MPI_Comm_c2f; mpi4py: comm.py2f()), so it works without mpi.h, e.g. from

@@ -18,6 +18,8 @@ class ProcessStatsStruct(ctypes.Structure):
                 ("entries_dropped", ctypes.c_uint64), ("dropped_fraction", ctypes.c_double),
                 ("engines_created", ctypes.c_uint64), ("engine_failures", ctypes.c_uint64),
                 ("bounded_calls", ctypes.c_uint64), ("fallback_calls", ctypes.c_uint64),
+                # [collective][format]: allreduce, reduce_scatter x float32, float16, bfloat16
+                ("intercepted_by_operation", (ctypes.c_uint64 * 3) * 2),
                 ("_reserved", ctypes.c_uint64 * 32)]
 
 
@@ -29,6 +31,7 @@ class CallStatsStruct(ctypes.Structure):
                 ("deadline_us", ctypes.c_double * 2), ("phase_us", ctypes.c_double * 2),
                 ("kind", ctypes.c_int), ("ok", ctypes.c_int),
                 ("divergent_calls", ctypes.c_uint64), ("fallbacks", ctypes.c_uint64),
+                ("collective", ctypes.c_int), ("format", ctypes.c_int),
                 ("_reserved", ctypes.c_uint64 * 32)]
 
 

@@ -11,6 +11,8 @@ from . import _capi
 
 KINDS = ("exact", "calibration", "bounded", "fallback", "mpi")
 MODES = ("bounded", "reliable", "off")
+COLLECTIVES = ("allreduce", "reduce_scatter")  # enum optireduce_collective
+FORMATS = ("float32", "float16", "bfloat16")  # enum optireduce_format
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,6 +28,8 @@ class ProcessStats:
     engine_failures: int
     bounded_calls: int
     fallback_calls: int
+    # intercepted_calls by what they computed: {"allreduce": {"float32": n, ...}, "reduce_scatter": {...}}
+    intercepted_by_operation: dict
 
     def as_dict(self):
         return dataclasses.asdict(self)
@@ -46,6 +50,8 @@ class CallStats:
     ok: bool
     divergent_calls: int     # so far on this communicator, agreed by all ranks
     fallbacks: int           # times the loss budget sent it to exact calls
+    collective: str          # one of COLLECTIVES
+    format: str              # one of FORMATS: the call's elements
 
     def as_dict(self):
         return dataclasses.asdict(self)
@@ -53,6 +59,10 @@ class CallStats:
 
 def _plain(value):
     return tuple(value) if isinstance(value, ctypes.Array) else value
+
+
+def _name(names, index):
+    return names[index] if 0 <= index < len(names) else f"unknown({index})"
 
 
 def loaded():
@@ -74,7 +84,10 @@ def stats():
     raw = _capi.ProcessStatsStruct()
     if lib.get_process_stats(ctypes.byref(raw)) != 0:
         return None
-    return ProcessStats(**{f: _plain(getattr(raw, f)) for f in _capi.public_fields(_capi.ProcessStatsStruct)})
+    values = {f: _plain(getattr(raw, f)) for f in _capi.public_fields(_capi.ProcessStatsStruct)}
+    values["intercepted_by_operation"] = {c: dict(zip(FORMATS, raw.intercepted_by_operation[i]))
+                                          for i, c in enumerate(COLLECTIVES)}
+    return ProcessStats(**values)
 
 
 def _fortran_handle(comm):
@@ -112,6 +125,8 @@ def call_stats_of(raw):
     values = {f: _plain(getattr(raw, f)) for f in _capi.public_fields(_capi.CallStatsStruct)}
     values["kind"] = KINDS[raw.kind] if 0 <= raw.kind < len(KINDS) else f"unknown({raw.kind})"
     values["ok"] = bool(raw.ok)
+    values["collective"] = _name(COLLECTIVES, raw.collective)
+    values["format"] = _name(FORMATS, raw.format)
     return CallStats(**values)
 
 

@@ -1,5 +1,6 @@
 #include "optireduce/engine/engine/engine.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <random>
@@ -83,7 +84,13 @@ CallStats Engine::reduce_scatter(const void* input, void* output, std::span<cons
   for (std::uint64_t c : counts) call.count += c;
   call.shape = {Collective::reduce_scatter, format};
   call.blocks = counts;
-  return run_call(call, allow_bounded);
+  CallStats stats = run_call(call, allow_bounded);
+  // A rank that owns an empty block receives nothing, so nothing holds it in the call: it could
+  // run calls ahead of the others further than the early store keeps their data. Where some
+  // block is empty (the counts are the same on every rank), the ranks leave the call together.
+  const bool some_block_empty = std::find(counts.begin(), counts.end(), 0) != counts.end();
+  if (stats.ok() && some_block_empty && state_.ranks > 1) state_.bootstrap->allgather({});
+  return stats;
 }
 
 CallStats Engine::run_call(TarRequest call, bool allow_bounded) {

@@ -65,6 +65,29 @@ std::string reasons(const StatsSnapshot& s) {
   return object(counts);
 }
 
+// {"allreduce": {"float32": n, "float16": n, "bfloat16": n}, "reduce_scatter": {...}}: the
+// intercepted calls by what they computed.
+std::string operations(const StatsSnapshot& s) {
+  std::ostringstream o;
+  o << "{";
+  for (std::size_t c = 0; c < kCollectives; ++c) {
+    std::map<std::string, unsigned long long> counts;
+    for (std::size_t f = 0; f < kElementFormats; ++f) {
+      const CallShape shape{static_cast<Collective>(c), static_cast<ElementFormat>(f)};
+      counts[to_string(shape.format)] = s.intercepted_by_shape[shape.index()];
+    }
+    o << (c ? ", " : "") << quoted(to_string(static_cast<Collective>(c))) << ": " << object(counts);
+  }
+  o << "}";
+  return o.str();
+}
+
+std::string passthrough_operations(const StatsSnapshot& s) {
+  std::map<std::string, unsigned long long> counts;
+  for (std::size_t c = 0; c < kCollectives; ++c) counts[to_string(static_cast<Collective>(c))] = s.passthrough_by_collective[c];
+  return object(counts);
+}
+
 std::string size_classes(const StatsSnapshot& s) {
   std::ostringstream o;
   o << "[";
@@ -101,7 +124,8 @@ std::string render_rank(const RankReport& r) {
   const auto& s = r.stats;
   std::ostringstream o;
   o << "{\"rank\": " << r.rank << ", \"host\": " << quoted(r.host) << ", \"intercepted_calls\": " << s.intercepted_calls
-    << ", \"passthrough_calls\": " << s.passthrough_calls << ", \"passthrough_by_reason\": " << reasons(s)
+    << ", \"intercepted_by_operation\": " << operations(s) << ", \"passthrough_calls\": " << s.passthrough_calls
+    << ", \"passthrough_by_reason\": " << reasons(s) << ", \"passthrough_by_operation\": " << passthrough_operations(s)
     << ", \"bytes_reduced\": " << s.bytes_reduced << ", \"entries_reduced\": " << s.entries_reduced
     << ", \"entries_dropped\": " << s.entries_dropped << ", \"dropped_fraction\": " << number(s.dropped_fraction())
     << ", \"time_in_allreduce_us\": {\"engine\": " << number(s.engine_time_us)
@@ -149,6 +173,10 @@ RankFigures figures_of(const RankReport& r) {
   RankFigures f;
   f.calls = double(s.intercepted_calls + s.passthrough_calls);
   f.intercepted = double(s.intercepted_calls);
+  const auto scatter = static_cast<std::size_t>(Collective::reduce_scatter);
+  f.reduce_scatter_calls = double(s.passthrough_by_collective[scatter]);
+  for (std::size_t i = 0; i < kElementFormats; ++i)
+    f.reduce_scatter_calls += double(s.intercepted_by_shape[CallShape{Collective::reduce_scatter, static_cast<ElementFormat>(i)}.index()]);
   f.bounded = double(s.bounded_calls);
   f.cut = double(s.cut_calls);
   f.entries = double(s.entries_reduced);
@@ -168,7 +196,7 @@ namespace {
 RankFigures job_figures(const std::vector<RankFigures>& ranks) {
   RankFigures t;
   for (const auto& f : ranks) {
-    t.calls += f.calls, t.intercepted += f.intercepted, t.bounded += f.bounded, t.cut += f.cut;
+    t.calls += f.calls, t.reduce_scatter_calls += f.reduce_scatter_calls, t.intercepted += f.intercepted, t.bounded += f.bounded, t.cut += f.cut;
     t.entries += f.entries, t.dropped += f.dropped, t.time_us += f.time_us;
     t.late_messages += f.late_messages, t.late_wait_us += f.late_wait_us;
     t.fallbacks = std::max(t.fallbacks, f.fallbacks);
@@ -197,9 +225,11 @@ std::string render_cost_line(const std::vector<RankFigures>& ranks) {
   const RankFigures t = job_figures(ranks);
   const std::string share = formatted("%.3g", t.entries > 0 ? 100.0 * t.dropped / t.entries : 0.0);
   std::ostringstream o;
-  o << "optireduce: " << count_text(t.calls) << " allreduce calls over " << ranks.size() << " ranks ("
-    << count_text(t.intercepted) << " through the engine, " << count_text(t.bounded) << " bounded, " << count_text(t.cut)
-    << " cut by a deadline), " << duration_text(t.time_us) << " in allreduce; " << count_text(t.dropped) << " of "
+  o << "optireduce: " << count_text(t.calls - t.reduce_scatter_calls) << " allreduce";
+  if (t.reduce_scatter_calls > 0) o << " and " << count_text(t.reduce_scatter_calls) << " reduce-scatter";
+  o << " calls over " << ranks.size() << " ranks (" << count_text(t.intercepted) << " through the engine, "
+    << count_text(t.bounded) << " bounded, " << count_text(t.cut) << " cut by a deadline), " << duration_text(t.time_us)
+    << (t.reduce_scatter_calls > 0 ? " in allreduce and reduce-scatter; " : " in allreduce; ") << count_text(t.dropped) << " of "
     << count_text(t.entries) << " entries compensated, " << count_text(t.fallbacks) << " fallbacks to exact calls, "
     << count_text(t.divergent) << " divergent calls; deadlines saved " << duration_text(t.late_wait_us)
     << " of waiting, cost " << share << " % of entries";

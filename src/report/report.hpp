@@ -48,7 +48,7 @@ std::string render_report(const std::vector<EffectiveSetting>& settings, const s
 
 // What the finalize line needs of one rank; rank 0 gathers them as kFigures doubles per rank.
 struct RankFigures {
-  double calls = 0, intercepted = 0, bounded = 0, cut = 0, entries = 0, dropped = 0, time_us = 0;
+  double calls = 0, reduce_scatter_calls = 0, intercepted = 0, bounded = 0, cut = 0, entries = 0, dropped = 0, time_us = 0;
   double fallbacks = 0, divergent = 0, late_messages = 0, late_wait_us = 0;
 };
 inline constexpr int kFigures = sizeof(RankFigures) / sizeof(double);

@@ -58,6 +58,7 @@ ProcessStats& ProcessStats::instance() {
 void ProcessStats::record_intercepted(const CallRecord& call) {
   std::lock_guard lock(mutex_);
   ++totals_.intercepted_calls;
+  ++totals_.intercepted_by_shape[call.shape.index()];
   totals_.bytes_reduced += call.bytes;
   totals_.entries_reduced += call.entries;
   totals_.entries_dropped += call.dropped_entries;
@@ -78,9 +79,10 @@ void ProcessStats::record_intercepted(const CallRecord& call) {
   if (call.over_mpi) ++totals_.mpi_calls;
 }
 
-void ProcessStats::record_passthrough(PassReason reason, double elapsed_us) {
+void ProcessStats::record_passthrough(PassReason reason, double elapsed_us, Collective collective) {
   std::lock_guard lock(mutex_);
   ++totals_.passthrough_calls;
+  ++totals_.passthrough_by_collective[static_cast<std::size_t>(collective)];
   ++totals_.passthrough_by_reason[static_cast<std::size_t>(reason)];
   totals_.passthrough_time_us += elapsed_us;
 }

@@ -10,6 +10,8 @@
 #include <span>
 #include <vector>
 
+#include "optireduce/engine/tar/call_shape.hpp"
+
 namespace optireduce {
 
 struct CallRecord {
@@ -22,9 +24,11 @@ struct CallRecord {
   double deadline_us = 0;    // total budget of a bounded call
   bool cut = false;          // a phase closed at its deadline (or grace) before all its data was in
   bool over_mpi = false;     // stepped aside to the MPI's allreduce, measured faster (never a fallback)
+  CallShape shape{};         // what the call computed: collective and element format
 };
 
-// Why an MPI_Allreduce (or MPI_Iallreduce) went to the MPI library untouched.
+// Why a reduction (MPI_Allreduce, MPI_Reduce_scatter*, their non-blocking forms) went to the MPI
+// library untouched.
 enum class PassReason : unsigned {
   datatype,       // not a float32, a named 16-bit float or a 2-byte carrier of a user op
   op,             // not MPI_SUM
@@ -34,7 +38,7 @@ enum class PassReason : unsigned {
   mode_off,       // OPTIREDUCE_MODE=off or the communicator's mode
   no_engine,      // the communicator's engine could not be created (on some rank)
   engine_failed,  // an earlier engine call on the communicator failed
-  nonblocking,    // MPI_Iallreduce: never intercepted
+  nonblocking,    // MPI_Iallreduce, MPI_Ireduce_scatter*: never intercepted
   device_buffer,  // a device pointer (CUDA) on some rank of the communicator
   user_op_not_sum,       // 2-byte elements, a user op whose probe found no fp16/bf16 sum
   user_op_unknown,       // 2-byte elements, a user op whose creation the library did not see
@@ -72,6 +76,9 @@ struct StatsSnapshot {
   double engine_time_us = 0;          // summed latency of intercepted calls
   double passthrough_time_us = 0;     // summed time of MPI_Allreduce calls passed to the MPI
   std::array<std::uint64_t, kPassReasons> passthrough_by_reason{};
+  // Intercepted calls by what they computed (CallShape::index()), and passthrough calls by collective.
+  std::array<std::uint64_t, kCallShapes> intercepted_by_shape{};
+  std::array<std::uint64_t, kCollectives> passthrough_by_collective{};
   LatencySummary latency_us;
   LatencySummary deadline_us;  // over bounded calls
   std::vector<SizeClassSummary> size_classes;  // ascending
@@ -107,7 +114,7 @@ class ProcessStats {
 
   void record_intercepted(const CallRecord& call);
   // elapsed_us: how long the MPI took (0 when not measured, e.g. a non-blocking start).
-  void record_passthrough(PassReason reason, double elapsed_us = 0);
+  void record_passthrough(PassReason reason, double elapsed_us = 0, Collective collective = Collective::allreduce);
   void record_engine_created();
   void record_engine_failure();
   StatsSnapshot snapshot() const;

@@ -1,5 +1,6 @@
 // 16-bit sums as jobs make them: elements of MPI_Type_contiguous(2, MPI_BYTE) reduced with an op of
-// MPI_Op_create whose function sums fp16 (Horovod's recipe) or bf16. The library must recognise
+// MPI_Op_create whose function sums fp16 (Horovod's recipe) or bf16, by MPI_Allreduce and by
+// MPI_Reduce_scatter. The library must recognise
 // them and run the engine; the values are checked against a float64 reference (error no worse
 // than a float32-accumulated sum in rank order rounded once) and must be bitwise the same on every
 // rank. Ops it must not recognise (a max, a sum declared non-commutative, an op made behind its
@@ -62,14 +63,16 @@ std::vector<std::uint16_t> contribution(Half f, int rank, std::size_t n, int sal
 
 const char* name(Half f) { return f == Half::float16 ? "fp16" : "bf16"; }
 
-// Every element: |got - exact| <= |float32 rank-order sum rounded once - exact|.
-void expect_accurate(Half f, const std::vector<std::uint16_t>& got, int ranks, int salt, const std::string& what) {
+// Every element: |got - exact| <= |float32 rank-order sum rounded once - exact|. got[i] is element
+// first + i of the sum (a reduce-scatter's block starts at its offset).
+void expect_accurate(Half f, const std::vector<std::uint16_t>& got, int ranks, int salt, const std::string& what,
+                     std::size_t first = 0) {
   for (std::size_t i = 0; i < got.size(); ++i) {
     double exact = 0;
     float running = 0;
     for (int r = 0; r < ranks; ++r) {
-      exact += widen(f, element(f, r, i, salt));
-      running += widen(f, element(f, r, i, salt));
+      exact += widen(f, element(f, r, first + i, salt));
+      running += widen(f, element(f, r, first + i, salt));
     }
     const double bound = std::fabs(static_cast<double>(widen(f, narrow(f, running))) - exact);
     const double error = std::fabs(static_cast<double>(widen(f, got[i])) - exact);
@@ -91,6 +94,29 @@ void check_served(Half f, MPI_Comm comm, MPI_Datatype type, MPI_Op op, std::size
     MPITEST_CHECK(mine == contribution(f, comm_rank(comm), n, salt), "%s: the send buffer changed", what.c_str());
   expect_accurate(f, got, comm_size(comm), salt, what);
   expect_same_on_all_ranks(got.data(), 2 * n, comm, what);
+}
+
+// One MPI_Reduce_scatter through the engine, blocks of `counts` (a zero among them): this rank's
+// block accurate, counted as a reduce-scatter of its format.
+void check_scattered(Half f, MPI_Datatype type, MPI_Op op, const std::vector<int>& counts, bool in_place, int salt) {
+  const int rank = world_rank();
+  std::size_t total = 0, first = 0;
+  for (int p = 0; p < static_cast<int>(counts.size()); ++p) (p < rank ? first : total) += static_cast<std::size_t>(counts[p]);
+  total += first;
+  const std::string what = std::string(name(f)) + " reduce-scatter of " + std::to_string(total) + (in_place ? ", in place" : "");
+  std::vector<std::uint16_t> mine = contribution(f, rank, total, salt), got(static_cast<std::size_t>(counts[rank]), 0xFFFF);
+  const auto scattered = [f] {
+    return process_stats().intercepted_by_operation[OPTIREDUCE_COLLECTIVE_REDUCE_SCATTER]
+                                                   [f == Half::float16 ? OPTIREDUCE_FORMAT_FLOAT16 : OPTIREDUCE_FORMAT_BFLOAT16];
+  };
+  const std::uint64_t before = scattered();
+  const StatsWindow window;
+  MPITEST_CHECK(MPI_Reduce_scatter(in_place ? MPI_IN_PLACE : mine.data(), in_place ? mine.data() : got.data(), counts.data(),
+                                   type, op, MPI_COMM_WORLD) == MPI_SUCCESS, "%s: MPI_Reduce_scatter failed", what.c_str());
+  window.expect(1, 0, 2 * total, what);
+  MPITEST_CHECK(scattered() == before + 1, "%s: not counted as a reduce-scatter of its format", what.c_str());
+  if (in_place) got.assign(mine.begin(), mine.begin() + counts[rank]);
+  expect_accurate(f, got, comm_size(MPI_COMM_WORLD), salt, what, first);
 }
 
 // One call the library must leave to the MPI: counted as passed through, PMPI's result exactly.
@@ -139,6 +165,12 @@ int case_half() {
       check_passed("fp16 sum on a communicator of one rank", half, two_bytes, fp16_sum, 4099, true);
     }
     MPI_Comm_free(&half);
+    checked += 2;
+    // Reduce-scatters of the same sums, the shards following uneven counts with a zero.
+    std::vector<int> counts(static_cast<std::size_t>(size));
+    for (int p = 0; p < size; ++p) counts[static_cast<std::size_t>(p)] = p == 1 ? 0 : 30011 + 1000 * p;
+    check_scattered(Half::float16, two_bytes, fp16_sum, counts, false, 5);
+    check_scattered(Half::bfloat16, one_short, bf16_sum, counts, true, 6);
     checked += 2;
 
     // Not recognised: each one counted under its reason in the report (ctest checks them).

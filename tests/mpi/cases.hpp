@@ -16,6 +16,7 @@ int case_first_use_race();     // a new communicator met by two threads at once
 int case_late_rank();          // one rank late by MPITEST_LATE_MS: exact, bounded, or one agreed failure
 int case_half();        // fp16/bf16 sums of 2-byte types with user ops: served; other ops passed, by reason
 int case_smoke();       // a few calls, for tests about configuration, reports and launch
+int case_reduce_scatter();  // MPI_Reduce_scatter(_block): every shape, exact, counted; what passes through
 
 // Bounded mode (case_bounded.cpp); run with OPTIREDUCE_MODE=bounded and the faults they name.
 int case_bounded_loss();    // OPTIREDUCE_FAULT_DROP: dropped fraction near the rate, error explained
@@ -24,5 +25,6 @@ int case_bounded_modes();   // reliable after lossy calls is exact, off passes t
 int case_bounded_trace();   // OPTIREDUCE_TRACE: one line per engine call per rank
 int case_bounded_clean();   // no faults, calls that may cut only a scatter-reduce: all exact
 int case_bounded_memory();  // 10 000 small bounded calls: resident set flat
+int case_reduce_scatter_bounded();  // reduce-scatters past calibration: bounded, every wrong entry counted
 
 }  // namespace mpitest

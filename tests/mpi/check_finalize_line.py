@@ -4,7 +4,7 @@
 Usage: check_finalize_line.py --lines N [--report PATH] [--lossy] [--waited] -- COMMAND...
 
 Passes when the job exits 0 and exactly N lines of its stderr are the finalize line
-("optireduce: ... allreduce calls over R ranks ..."). With --report (the job's OPTIREDUCE_REPORT),
+("optireduce: ... allreduce [and ... reduce-scatter] calls over R ranks ..."). With --report (the job's OPTIREDUCE_REPORT),
 every figure of the line must be what the report's ranks add up to; --lossy: entries were
 compensated; --waited: deadlines let late data go.
 """
@@ -17,9 +17,9 @@ import subprocess
 import sys
 
 LINE = re.compile(
-    r"^optireduce: (\d+) allreduce calls over (\d+) ranks \((\d+) through the engine, (\d+) bounded, (\d+) cut by a "
-    r"deadline\), ([\d.e+]+ [mu]?s) in allreduce; (\d+) of (\d+) entries compensated, (\d+) fallbacks to exact calls, "
-    r"(\d+) divergent calls; deadlines saved ([\d.e+]+ [mu]?s) of waiting, cost ([\d.e+-]+) % of entries$")
+    r"^optireduce: (\d+) allreduce(?: and \d+ reduce-scatter)? calls over (\d+) ranks \((\d+) through the engine, (\d+) "
+    r"bounded, (\d+) cut by a deadline\), ([\d.e+]+ [mu]?s) in allreduce(?: and reduce-scatter)?; (\d+) of (\d+) entries "
+    r"compensated, (\d+) fallbacks to exact calls, (\d+) divergent calls; deadlines saved ([\d.e+]+ [mu]?s) of waiting, cost ([\d.e+-]+) % of entries$")
 UNITS = {"us": 1, "ms": 1e3, "s": 1e6}
 
 
@@ -39,11 +39,23 @@ def close(shown, exact, what):
         fail(f"{what}: the line says {shown:g}, the report adds up to {exact:g}")
 
 
-def compare(fields, report):
+SCATTERS = re.compile(r"^optireduce: \d+ allreduce and (\d+) reduce-scatter calls over ")
+
+
+def reduce_scatter_calls(rank):
+    return rank["passthrough_by_operation"]["reduce_scatter"] + sum(rank["intercepted_by_operation"]["reduce_scatter"].values())
+
+
+def compare(fields, report, line):
     ranks = report["ranks"]
     total = lambda key: sum(r[key] for r in ranks)  # noqa: E731
-    counts = [int(f) for f in (fields[0], fields[1], fields[2], fields[3], fields[4], fields[6], fields[7], fields[8],
-                               fields[9])]
+    scatters = SCATTERS.match(line)
+    want_scatters = sum(reduce_scatter_calls(r) for r in ranks)
+    if (int(scatters.group(1)) if scatters else 0) != want_scatters:
+        fail(f"the line counts {scatters.group(1) if scatters else 'no'} reduce-scatter calls, the report {want_scatters}")
+    # The first count is of the allreduce calls alone: with the reduce-scatters, all calls.
+    counts = [int(fields[0]) + want_scatters] + [int(f) for f in (fields[1], fields[2], fields[3], fields[4], fields[6],
+                                                                  fields[7], fields[8], fields[9])]
     want = [total("intercepted_calls") + total("passthrough_calls"), len(ranks), total("intercepted_calls"),
             total("bounded_calls"), total("cut_calls"), total("entries_dropped"), total("entries_reduced"),
             max(r["fallbacks"] for r in ranks), max(r["divergent_calls"] for r in ranks)]
@@ -72,7 +84,7 @@ def main():
     sys.stdout.write(result.stderr)
     if result.returncode != 0:
         fail(f"the job exited {result.returncode}" + (" (killed by timeout)" if result.returncode in (124, 137) else ""))
-    lines = [line for line in result.stderr.splitlines() if line.startswith("optireduce: ") and "allreduce calls" in line]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("optireduce: ") and " calls over " in line]
     if len(lines) != args.lines:
         fail(f"{len(lines)} finalize lines on stderr, expected {args.lines}")
     for line in lines:
@@ -81,7 +93,7 @@ def main():
             fail(f"the finalize line does not read as expected: {line}")
         if args.report:
             with open(args.report) as f:
-                counts = compare(match.groups(), json.load(f))
+                counts = compare(match.groups(), json.load(f), line)
             if args.lossy and counts[5] == 0:
                 fail(f"a lossy run shows nothing compensated: {line}")
             if args.waited and microseconds(match.group(11)) <= 0:

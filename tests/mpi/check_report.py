@@ -50,6 +50,7 @@ def check_rank(entry, args):
     if not 0 < latency["p50"] <= latency["p99"] <= latency["max"]:
         fail(f"{where}: latency_us is {latency!r}, expected 0 < p50 <= p99 <= max")
     check_new_fields(entry, where, args)
+    check_operations(entry, where, args)
     transports = entry.get("transports", "")
     for want in args.transport_includes:
         if want not in transports:
@@ -95,6 +96,33 @@ def check_new_fields(entry, where, args):
     # holds payloads (UCX eager, datagrams), some contributions are summed where they arrived.
     if args.added_on_arrival and contributions["added_on_arrival"] == 0:
         fail(f"{where}: contributions is {contributions!r}: none was summed where the transport held it")
+
+
+def check_operations(entry, where, args):
+    """The breakdown of intercepted calls by operation and format, and of passthrough calls by
+    operation: each adds up to its total."""
+    by_operation = entry.get("intercepted_by_operation")
+    shapes = {(op, fmt): n for op, formats in (by_operation or {}).items() if isinstance(formats, dict)
+              for fmt, n in formats.items()}
+    if set(shapes) != {(op, fmt) for op in ("allreduce", "reduce_scatter") for fmt in ("float32", "float16", "bfloat16")}:
+        fail(f"{where}: intercepted_by_operation is {by_operation!r}, expected allreduce and reduce_scatter by format")
+    if sum(shapes.values()) != entry["intercepted_calls"]:
+        fail(f"{where}: intercepted_by_operation {by_operation} does not add up to intercepted_calls "
+             f"{entry['intercepted_calls']}")
+    for op, fmt, want in args.intercepted_as:
+        if shapes.get((op, fmt)) != want:
+            fail(f"{where}: intercepted_by_operation[{op!r}][{fmt!r}] is {shapes.get((op, fmt))!r}, expected {want}")
+    passed = entry.get("passthrough_by_operation")
+    if not isinstance(passed, dict) or sum(passed.values()) != entry["passthrough_calls"]:
+        fail(f"{where}: passthrough_by_operation {passed!r} does not add up to passthrough_calls {entry['passthrough_calls']}")
+    for op, want in args.passthrough_as:
+        if passed.get(op) != want:
+            fail(f"{where}: passthrough_by_operation[{op!r}] is {passed.get(op)!r}, expected {want}")
+
+
+def operation_format_count(text):
+    op, fmt, count = text.split(":")
+    return op, fmt, int(count)
 
 
 def check_step_aside(ranks, args):
@@ -151,6 +179,10 @@ def main():
                         help="some scatter-reduce contributions were summed where the transport held them")
     parser.add_argument("--reason", action="append", default=[], type=name_count, metavar="NAME=N",
                         help="exact passthrough_by_reason[NAME] of every rank")
+    parser.add_argument("--intercepted-as", action="append", default=[], type=operation_format_count,
+                        metavar="OPERATION:FORMAT:N", help="exact intercepted_by_operation[OPERATION][FORMAT] of every rank")
+    parser.add_argument("--passthrough-as", action="append", default=[], type=name_count, metavar="OPERATION=N",
+                        help="exact passthrough_by_operation[OPERATION] of every rank")
     parser.add_argument("--config", action="append", default=[], type=name_value, metavar="KEY=VALUE",
                         help="the report's config[KEY] (the effective value's text)")
     parser.add_argument("--version", help="the report's library version")

@@ -136,6 +136,9 @@ def check_reduce_scatter(c, counters, rank, size):
     dist._reduce_scatter_base(out, full)
     c.check(torch.equal(out.double(), reference(size, BIG * size, "SUM").chunk(size)[rank]) and
             counters.delta() == (1, 0), "_reduce_scatter_base: this rank's block right, through the engine")
+    last = optireduce.torch.last_call()
+    c.check((last.collective, last.format, last.entries) == ("reduce_scatter", "float32", BIG),
+            f"the engine ran it as a reduce-scatter (last call: {last.collective} of {last.entries} {last.format})")
     # Blocks of different sizes (one of them this rank's, empty on rank 1).
     counts = [BIG + 8 * r if r != 1 else 0 for r in range(size)]
     blocks = [data(rank, n, torch.float32) + r for r, n in enumerate(counts)]

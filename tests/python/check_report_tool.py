@@ -114,6 +114,9 @@ def check_cost_columns(text, rows, ranks, args):
             reasons[name] = reasons.get(name, 0) + n
     line = " ".join(f"{k}={n}" for k, n in sorted(reasons.items()) if n) or "none"
     check(f"passthrough by reason: {line}" in text, f"passthrough by reason: {line}")
+    # Every engine call of the job is a float32 allreduce.
+    engine = f"engine calls by operation: allreduce float32 {args.ranks * args.calls}"
+    check(engine in text, engine)
     dropped = sum(r["entries_dropped"] for r in ranks)
     cost = (f"cost: deadlines saved {seconds(sum(r['late_arrivals']['call_wait_us'] for r in ranks))} s of waiting, cost "
             f"{100 * dropped / (args.ranks * args.calls * args.entries):.4f} % of entries")

@@ -21,6 +21,7 @@ int main(void) {
   FIELD(optireduce_process_stats, engine_failures);
   FIELD(optireduce_process_stats, bounded_calls);
   FIELD(optireduce_process_stats, fallback_calls);
+  FIELD(optireduce_process_stats, intercepted_by_operation);
   first = 1;
   printf("}}, \"optireduce_call_stats\": {\"size\": %zu, \"fields\": {", sizeof(optireduce_call_stats));
   FIELD(optireduce_call_stats, sequence);
@@ -35,6 +36,8 @@ int main(void) {
   FIELD(optireduce_call_stats, ok);
   FIELD(optireduce_call_stats, divergent_calls);
   FIELD(optireduce_call_stats, fallbacks);
+  FIELD(optireduce_call_stats, collective);
+  FIELD(optireduce_call_stats, format);
   printf("}}}\n");
   return 0;
 }

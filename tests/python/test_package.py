@@ -156,7 +156,9 @@ class ReportTool(unittest.TestCase):
                 "bounded_calls": 6, "fallback_calls": 1, "deadline_us": {"p50": 2000, "p99": 0, "max": 0},
                 "passthrough_by_reason": {"datatype": 1, "nonblocking": 1}, "deadline_saved_s": 1.25,
                 "size_classes": [{"bytes": 1 << 20, "p50_us": 900, "p99_us": 1900}]}
-        other = dict(rank, rank=1, deadline_saved_s=0.75, passthrough_by_reason={"device": 3})
+        other = dict(rank, rank=1, deadline_saved_s=0.75, passthrough_by_reason={"device": 3},
+                     intercepted_by_operation={"allreduce": {"float32": 8}, "reduce_scatter": {"bfloat16": 2}},
+                     passthrough_by_operation={"allreduce": 2, "reduce_scatter": 0})
         out = self.run_tool(json.dumps({"version": "9.9.9", "config": {"mode": "bounded"}, "ranks": [other, rank],
                                         "job": {"time_in_allreduce_s": 3.5}}), ".json")
         self.assertEqual(out.returncode, 0, out.stderr)
@@ -168,6 +170,8 @@ class ReportTool(unittest.TestCase):
         self.assertEqual(rows["0"][7:11], ["1.500", "3.000", "4.000", "2.000"])
         self.assertIn("deadline_saved_s: total 2, max 1.25", lines)
         self.assertIn("passthrough by reason: datatype=1 device=3 nonblocking=1", lines)
+        self.assertIn("engine calls by operation: allreduce float32 8, reduce_scatter bfloat16 2", lines)
+        self.assertIn("passthrough by operation: allreduce 2", lines)
         self.assertTrue(any(line.startswith("size_classes: [{'bytes': 1048576") for line in lines))
         self.assertIn("job: {'time_in_allreduce_s': 3.5}", lines)
 

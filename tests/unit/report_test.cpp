@@ -36,6 +36,34 @@ TEST(Report, CostLineSumsRanksAndTakesAgreedCountsOnce) {
             "deadlines saved 41 s of waiting, cost 0.2 % of entries");
 }
 
+TEST(Report, CostLineNamesTheReduceScattersApart) {
+  std::vector<RankFigures> ranks = {figures(10, 40, 10000, 20.5e6), figures(10, 0, 10000, 20.5e6)};
+  ranks[0].reduce_scatter_calls = 4;
+  ranks[1].reduce_scatter_calls = 2;
+  EXPECT_EQ(render_cost_line(ranks),
+            "optireduce: 14 allreduce and 6 reduce-scatter calls over 2 ranks (18 through the engine, 14 bounded, 4 cut "
+            "by a deadline), 3 s in allreduce and reduce-scatter; 40 of 20000 entries compensated, 1 fallbacks to exact "
+            "calls, 0 divergent calls; deadlines saved 41 s of waiting, cost 0.2 % of entries");
+}
+
+TEST(Report, InterceptedCallsByOperationAndFormat) {
+  RankReport r;
+  r.stats.intercepted_calls = 6;
+  r.stats.intercepted_by_shape[CallShape{Collective::allreduce, ElementFormat::float32}.index()] = 3;
+  r.stats.intercepted_by_shape[CallShape{Collective::allreduce, ElementFormat::bfloat16}.index()] = 1;
+  r.stats.intercepted_by_shape[CallShape{Collective::reduce_scatter, ElementFormat::float32}.index()] = 2;
+  r.stats.passthrough_calls = 5;
+  r.stats.passthrough_by_collective = {4, 1};
+  const std::string json = render_rank(r);
+  EXPECT_NE(json.find("\"intercepted_calls\": 6, \"intercepted_by_operation\": {\"allreduce\": {\"bfloat16\": 1, "
+                      "\"float16\": 0, \"float32\": 3}, \"reduce_scatter\": {\"bfloat16\": 0, \"float16\": 0, "
+                      "\"float32\": 2}}"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"passthrough_by_operation\": {\"allreduce\": 4, \"reduce_scatter\": 1}"), std::string::npos) << json;
+  EXPECT_EQ(figures_of(r).reduce_scatter_calls, 3);
+}
+
 TEST(Report, NoCostWithoutCompensationFallbackOrDivergence) {
   RankFigures clean;
   clean.calls = clean.intercepted = 5;

@@ -49,6 +49,24 @@ TEST(Stats, PassthroughByReason) {
   s.reset();
 }
 
+TEST(Stats, ByOperationAndFormat) {
+  ProcessStats& s = ProcessStats::instance();
+  s.reset();
+  const CallShape scatter16{Collective::reduce_scatter, ElementFormat::float16};
+  s.record_intercepted({400, 100, 0, 10});
+  s.record_intercepted({200, 50, 0, 10, false, false, 0, false, false, scatter16});
+  s.record_intercepted({200, 50, 0, 10, false, false, 0, false, false, scatter16});
+  s.record_passthrough(PassReason::op, 1, Collective::reduce_scatter);
+  s.record_passthrough(PassReason::op, 1);
+  const auto snap = s.snapshot();
+  EXPECT_EQ(snap.intercepted_calls, 3u);
+  EXPECT_EQ(snap.intercepted_by_shape[CallShape{}.index()], 1u);
+  EXPECT_EQ(snap.intercepted_by_shape[scatter16.index()], 2u);
+  EXPECT_EQ(snap.passthrough_by_collective[static_cast<std::size_t>(Collective::allreduce)], 1u);
+  EXPECT_EQ(snap.passthrough_by_collective[static_cast<std::size_t>(Collective::reduce_scatter)], 1u);
+  s.reset();
+}
+
 TEST(Stats, PercentilesPerSizeClassAndCutCalls) {
   ProcessStats& s = ProcessStats::instance();
   s.reset();

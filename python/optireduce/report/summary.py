@@ -5,7 +5,7 @@ import math
 _REPORT_SHOWN = {"rank", "host", "intercepted_calls", "passthrough_calls", "bounded_calls", "fallback_calls",
                  "bytes_reduced", "entries_reduced", "entries_dropped", "dropped_fraction", "latency_us",
                  "deadline_us", "divergent_calls", "topology", "transports", "cut_calls", "time_in_allreduce_us",
-                 "late_arrivals", "passthrough_by_reason"}
+                 "late_arrivals", "passthrough_by_reason", "intercepted_by_operation", "passthrough_by_operation"}
 
 
 def percentile(values, q):
@@ -98,7 +98,7 @@ def report_table(report):
              "all data was in; late_wait_s: the wait the deadlines saved, per call how late the last of its data came "
              "that arrived after it closed)",
              _cost(ranks)]
-    lines += _size_class_table(ranks) + _reasons(ranks)
+    lines += _size_class_table(ranks) + _operations(ranks) + _reasons(ranks)
     lines += _other_fields(ranks)
     lines += [f"{k}: {v}" for k, v in report.extra.items()]
     return "\n".join(lines)
@@ -134,6 +134,24 @@ def _size_class_table(ranks):
                      _ms(worst("max"))])
     return ["", _table(["size_class", "calls", "cut", "lat_p50_ms", "lat_p99_ms", "lat_max_ms"], rows),
             "(size class: bytes per call, [from, below); calls summed over ranks, latency of the worst rank)"]
+
+
+def _operations(ranks):
+    """Engine calls by operation and format, passthrough calls by operation, summed over ranks."""
+    engine, passed = {}, {}
+    for r in ranks:
+        by_operation = r.get("intercepted_by_operation")
+        for op, formats in (by_operation.items() if isinstance(by_operation, dict) else []):
+            for fmt, n in (formats.items() if isinstance(formats, dict) else []):
+                engine[f"{op} {fmt}"] = engine.get(f"{op} {fmt}", 0) + _int(n)
+        for op, n in (r.get("passthrough_by_operation") or {}).items():
+            passed[op] = passed.get(op, 0) + _int(n)
+    lines = []
+    if engine:
+        lines.append("engine calls by operation: " + (", ".join(f"{k} {n}" for k, n in sorted(engine.items()) if n) or "none"))
+    if passed:
+        lines.append("passthrough by operation: " + (", ".join(f"{k} {n}" for k, n in sorted(passed.items()) if n) or "none"))
+    return lines
 
 
 def _reasons(ranks):

@@ -9,6 +9,7 @@ a DDP communication hook and gradient fusion over MPI_Allreduce.
     model.register_comm_hook(None, optireduce.torch.allreduce_hook)   # DDP over gloo, under mpirun
     fuser = optireduce.torch.GradientFuser(model.parameters())      # loops without DDP
     fuser.allreduce()                                                # after backward
+    optireduce.torch.reduce_scatter_async(flat, counts)              # this rank's block (ZeRO, FSDP)
 
 The hook and the fuser make their MPI calls on one communication thread (see _comm_thread for MPI
 thread levels and shutdown); without the preloaded library they work the same through plain MPI.
@@ -19,9 +20,11 @@ from .allreduce import allreduce_async
 from .backend import BACKEND, ProcessGroupOptiReduce, finish, last_call, register
 from .fuser import DEFAULT_BUCKET_BYTES, GradientFuser, allreduce_gradients
 from .hook import allreduce_hook
+from .reduce_scatter import reduce_scatter_async
 from .rendezvous import init_process_group
 
 register()
 
 __all__ = ["BACKEND", "DEFAULT_BUCKET_BYTES", "GradientFuser", "ProcessGroupOptiReduce", "allreduce_async",
-           "allreduce_gradients", "allreduce_hook", "finish", "init_process_group", "last_call", "shutdown"]
+           "allreduce_gradients", "allreduce_hook", "finish", "init_process_group", "last_call", "reduce_scatter_async",
+           "shutdown"]

@@ -45,3 +45,11 @@ def sum_(comm, t):
     MPI = mpi()
     datatype, op = datatype_and_op(t.dtype)
     comm.Allreduce(MPI.IN_PLACE, [t.view(torch.int16).numpy(), t.numel(), datatype], op=op)
+
+
+def reduce_scatter_(comm, flat, out, counts):
+    """out <- this rank's block (counts[rank] elements) of the sum over comm of `flat` (contiguous
+    CPU float16 or bfloat16 tensors of one dtype): MPI_Reduce_scatter with the same datatype and op."""
+    datatype, op = datatype_and_op(flat.dtype)
+    comm.Reduce_scatter([flat.view(torch.int16).numpy(), flat.numel(), datatype],
+                        [out.view(torch.int16).numpy(), out.numel(), datatype], recvcounts=list(counts), op=op)

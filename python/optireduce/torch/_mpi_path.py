@@ -1,7 +1,7 @@
 """A process group's engine in a job launched by mpirun or srun with liboptireduce.so preloaded:
-MPI_Allreduce on a communicator of the group's ranks, which the preloaded library runs through its
-engine (float32 sums of at least OPTIREDUCE_MIN_BYTES) or passes to the MPI (everything else,
-counted by reason). Settings, report, trace and finalize line are the preload library's, at
+MPI_Allreduce and MPI_Reduce_scatter on a communicator of the group's ranks, which the preloaded
+library runs through its engine (float32 sums of at least OPTIREDUCE_MIN_BYTES) or passes to the
+MPI (everything else, counted by reason). Settings, report, trace and finalize line are the preload library's, at
 MPI_Finalize. Every MPI call is made on optireduce.torch's one communication thread.
 """
 from .. import _engine
@@ -46,7 +46,11 @@ class MpiPath:
         return True
 
     def reduce_scatter_(self, flat, out, counts, fmt):
-        return False  # MPI_Reduce_scatter is not served by the preloaded library (yet)
+        if fmt != _engine.FORMAT_FLOAT32:
+            return False  # as sum_: no 16-bit float sum the preloaded library takes (yet)
+        MPI = mpi()
+        self.comm.Reduce_scatter([flat.numpy(), MPI.FLOAT], [out.numpy(), MPI.FLOAT], recvcounts=list(counts), op=MPI.SUM)
+        return True
 
     def exact_(self, t, op):
         MPI = mpi()

@@ -60,8 +60,8 @@ def reduce_scatter_(path, out, flat, counts, rank, op):
         if op == RedOp.AVG:
             out.div_(path.size)
         return out
-    # Where the path has no reduce-scatter (the preloaded library's MPI path): an allreduce of
-    # which this rank keeps its block.
+    # Where the path has no reduce-scatter of this format (the preloaded library's MPI path and
+    # 16-bit elements): an allreduce of which this rank keeps its block.
     allreduce_(path, flat, op)
     start = sum(counts[:rank])
     return out.copy_(flat[start:start + counts[rank]].view_as(out))
