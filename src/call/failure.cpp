@@ -54,7 +54,11 @@ void TarCall::notify_failure(const std::vector<int>& ranks) {
   h.epoch = staging_ ? s_.epoch : s_.epoch + 1;  // the call this rank is in, or was about to begin
   h.total = request_.count;
   encode(h, notice.header);
-  for (int k = 1; k < s_.ranks; ++k) (void)transport_.send(rotation_peer(s_.rank, s_.ranks, k), Lane::control, notice.header, notice.payload);
+  // Over a transport that may lose it, in several copies: a peer that waits for this rank's word
+  // at the end of the call (call/list_exchange.cpp) must hear of the failure to fail the same call.
+  const int copies = transport_.traits().reliable ? 1 : kFailureCopies;
+  for (int copy = 0; copy < copies; ++copy)
+    for (int k = 1; k < s_.ranks; ++k) (void)transport_.send(rotation_peer(s_.rank, s_.ranks, k), Lane::control, notice.header, notice.payload);
   // Push the notices out for a moment: the peers may be waiting for something from this rank.
   auto handler = [](const InboundMessage&) {};
   const auto until = Clock::now() + std::chrono::milliseconds(200);

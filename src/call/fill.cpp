@@ -34,20 +34,31 @@ bool TarCall::agree_on_fill() {
   s_.fill.build_own_list(s_.gather, s_.ledger, s_.rank, staging_->missing);
   sent_list_ = true;
   if (request_.exact_by_resends) {
-    const bool decided = decide_exactness();
+    const bool decided = exchange_lists();
     serving_resends_ = false;
     return decided;  // the call runs again over the exact path unless exact everywhere: no fill
   }
-  send_list_to_all(list_copies_, 0);
-  // A peer sends its list when its own all-gather closes, and a peer that lacks data keeps its
-  // phases open while data still comes (keep_waiting_until): so the wait covers the longest
-  // both phases may stretch, counted from the last peer's entry, and at least a budget. Waiting
-  // for a slow peer costs little: this rank's next call would wait for it too.
-  const auto last_entry = unheard_ == 0 ? std::max(all_heard_at_, start_) : Clock::now();
-  const auto until = std::min(
-      std::max(after_us(Clock::now(), DeadlineController::agreement_wait_us(budget_.us[1])), peers_close_by(last_entry)), hard_deadline_);
   const auto waited_from = Clock::now();
-  const bool complete = wait_for_lists(until);
+  bool complete = false;
+  if (list_copies_ > 1) {
+    // Lists that may be lost: asked for until every rank has every list, or the call fails on
+    // every rank (call/list_exchange.cpp).
+    complete = exchange_lists();
+    if (!complete) {
+      serving_resends_ = false;
+      return false;
+    }
+  } else {
+    send_list_to_all(list_copies_, 0);
+    // A peer sends its list when its own all-gather closes, and a peer that lacks data keeps its
+    // phases open while data still comes (keep_waiting_until): so the wait covers the longest
+    // both phases may stretch, counted from the last peer's entry, and at least a budget. Waiting
+    // for a slow peer costs little: this rank's next call would wait for it too.
+    const auto last_entry = unheard_ == 0 ? std::max(all_heard_at_, start_) : Clock::now();
+    const auto until = std::min(
+        std::max(after_us(Clock::now(), DeadlineController::agreement_wait_us(budget_.us[1])), peers_close_by(last_entry)), hard_deadline_);
+    complete = wait_for_lists(until);
+  }
   if (!complete) log_incomplete_fill(waited_from);
   serving_resends_ = false;
   // A shard decoded meanwhile by the worker is decoded again if its data changes here.

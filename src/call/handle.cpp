@@ -30,6 +30,7 @@ void TarCall::handle(const InboundMessage& message) {
       // copy of a missing list, a done) come after a call by design.
       if (in.header.kind == MessageKind::scatter_chunk || in.header.kind == MessageKind::gather_chunk)
         s_.note_late(in.header.epoch, message.arrived, message.payload_size);
+      if (in.header.kind == MessageKind::missing_list) answer_late_ask(in.header);
       return;
     case InboundKind::misplaced: ++s_.rejects.misplaced; return;
     case InboundKind::ignored: return;
@@ -100,11 +101,10 @@ void TarCall::on_missing_list(const Inbound& in, const InboundMessage& message) 
   s_.fill.accept(source, *piece, in.header, message);
   // The peer's all-gather has closed: it needs nothing more from this rank (as a peer_done says).
   s_.done_from[in.header.source] = 1;
-  if (!request_.exact_by_resends) return;
   if (in.header.flags & WireHeader::kFlagDecided) s_.fill.note_decided(source);
   if ((in.header.flags & WireHeader::kFlagWantsAnswer) && sent_list_ && answers_[in.header.source] < kMostAsks) {
     ++answers_[in.header.source];
-    send_list(source, exactness_known() ? WireHeader::kFlagDecided : 0);
+    send_list(source, list_known() ? WireHeader::kFlagDecided : 0);
   }
 }
 

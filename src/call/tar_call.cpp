@@ -125,6 +125,10 @@ Status TarCall::run_all_gather(Clock::time_point gather_start, Clock::time_point
       (request_.exact_by_resends || (!probe_ && s_.options.agree_fill && s_.options.fill == FillPolicy::zero))) {
     stats_.fill_agreed = agree_on_fill();
     if (!stats_.fill_agreed && !probe_) ++s_.agreed.fill_agreement_incomplete;
+    // Lists that may be lost are asked for until every rank has them; where they never came, the
+    // call fails on every rank (call/list_exchange.cpp) rather than leave replicas apart.
+    if (!stats_.fill_agreed && !request_.exact_by_resends && list_copies_ > 1)
+      return s_.peer_failure.ok() ? Timeout("the ranks' lists of missing chunks did not all come: no fill every rank agrees on") : s_.peer_failure;
   }
   if (request_.exact_by_resends && s_.ranks > 1) {
     if (!s_.peer_failure.ok()) return s_.peer_failure;
@@ -177,7 +181,7 @@ void TarCall::begin(StagingBuffer& staging) {
   s_.resends.begin(s_.ranks, traits.reliable || s_.options.faults.drop > 0 ? 0 : s_.options.resend_rounds);
   const std::size_t data_sends = static_cast<std::size_t>(s_.ledger.total_chunks() - own) + std::size_t{own} * (s_.ranks - 1);
   list_copies_ = FillAgreement::copies(traits.reliable);
-  const int list_sends = list_copies_ + (request_.exact_by_resends ? kDecidedCopies + 2 * kMostAsks : 0);
+  const int list_sends = list_copies_ + (list_copies_ > 1 ? kDecidedCopies + 2 * kMostAsks : 0);
   const std::size_t sends = data_sends + static_cast<std::size_t>(1 + list_sends * s_.fill.pieces_per_rank()) * (s_.ranks - 1) +
                             s_.resends.rounds() * (data_sends + kTarPhases * (s_.ranks - 1)) + 1;
   asks_ = 0;

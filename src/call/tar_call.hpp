@@ -125,11 +125,19 @@ class TarCall {
   void send_list(int peer, std::uint16_t flags);
   void send_list_to_all(int copies, std::uint16_t flags);
   // Calls made exact by resends (call/exactness.cpp): whether the lists that came decide if
-  // the call was exact everywhere, and the answer once they do; the wait for that, and for every
-  // peer to know it too.
+  // the call was exact everywhere, and the answer once they do.
   bool exactness_known() const;
   bool exact_everywhere() const;
-  bool decide_exactness();
+  // Lists that may be lost (call/list_exchange.cpp): whether this rank has what its decision
+  // needs; the exchange until every rank has (true), or until this rank fails the call (false).
+  bool list_known() const;
+  bool exchange_lists();
+  // Once this rank knew and left, its list answers a peer still in that call that asks for it
+  // again (its word that it knew was lost), from the next call.
+  void remember_list();
+  void answer_late_ask(const WireHeader& ask);
+  // How long a failure notice is given to come after the peer that sends it gave up.
+  static constexpr double kNoticeWaitUs = 100e3;
   static constexpr int kDecidedCopies = 3;
   // Rounds of asking, and answers to one peer, per call at most (each a list sent to a peer).
   static constexpr int kMostAsks = 32;
@@ -144,6 +152,7 @@ class TarCall {
   // What this rank still waits for from each peer, for the failure agreement.
   void record_failure_view();
   void notify_failure(const std::vector<int>& ranks);
+  static constexpr int kFailureCopies = 4;
   void on_call_failed(const Inbound& in, const InboundMessage& message);
   // At the call's end: no send may read the caller's input or output after it returns.
   void release_caller_buffers();

@@ -92,6 +92,16 @@ struct EngineState {
     if (e != epoch || arrived < when) return;
     late.add(epoch, std::chrono::duration<double, std::micro>(arrived - when).count(), bytes);
   }
+  // The list of missing chunks that ended this rank's last call over datagrams, once it knew
+  // (call/list_exchange.cpp): a peer still in that call that asks is answered from the next one.
+  // Datagram transports copy control messages at send, so one header slot serves every answer.
+  struct LastList {
+    std::uint64_t epoch = 0, total = 0;  // epoch 0: none
+    std::uint16_t flags = 0;
+    std::size_t piece_bytes = 0;
+    std::vector<std::byte> bitmap;
+    std::array<std::byte, WireHeader::kEncodedSize> header{};
+  } last_list;
   AgreedCounts agreed;
   CallStats last_call;
   std::size_t largest_call_bytes = 0;

@@ -1,0 +1,76 @@
+#include "fault_schedule.hpp"
+
+#include <cmath>
+#include <random>
+#include <sstream>
+
+namespace optireduce::schedules {
+
+FaultSchedule FaultSchedule::draw(std::uint64_t seed) {
+  FaultSchedule s;
+  s.seed = seed;
+  std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull);
+  auto uniform = [&](double a, double b) { return std::uniform_real_distribution<double>(a, b)(rng); };
+  auto chance = [&](double p) { return uniform(0, 1) < p; };
+  auto pick = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(rng); };
+  // Loss in decades (mostly light, as networks are, often harsh: 0 to 50 %).
+  auto loss = [&] { return chance(0.2) ? 0.0 : std::min(0.5, std::pow(10.0, uniform(-3.0, std::log10(0.5)))); };
+  auto length_ms = [&](double lo, double hi) { return std::exp(uniform(std::log(lo), std::log(hi))); };
+
+  s.ranks = pick(2, 4);
+  s.calibration_calls = static_cast<unsigned>(pick(1, 2));
+  s.loss_budget = chance(0.3) ? uniform(0.01, 0.1) : 1.0;  // a tight budget makes fallbacks
+  s.sync_interval = static_cast<unsigned>(pick(1, 3));
+  s.resend_rounds = static_cast<unsigned>(pick(1, 2));
+  const int calls = pick(4, 8);
+  const std::uint64_t per_rank = 64;  // the harness's chunk size
+  for (int c = 0; c < calls; ++c) {
+    PlannedCall call;
+    // Two size classes: a few chunks per shard, or a few dozen.
+    call.count = chance(0.6) ? per_rank * s.ranks * pick(1, 4) + pick(0, 63) : per_rank * s.ranks * pick(16, 40) + pick(0, 63);
+    call.bounded = !chance(0.12);
+    s.calls.push_back(call);
+  }
+  const double data = loss(), control = chance(0.5) ? data : loss();
+  for (int d = 0; d < s.ranks * s.ranks; ++d) {
+    s.data_loss.push_back(chance(0.3) ? loss() : data);
+    s.control_loss.push_back(chance(0.3) ? loss() : control);
+  }
+  s.duplicate = chance(0.3) ? uniform(0, 0.2) : 0;
+  s.delayed = chance(0.4) ? uniform(0, 0.3) : 0;
+  s.max_delay_ms = uniform(0.1, 5);
+  // Job time: calls of this size take a few milliseconds each once calibrated, and waits for lost
+  // data or stalled peers up to a second: events spread over the first 1.5 s.
+  for (int k = 0, n = chance(0.35) ? pick(1, 2) : 0; k < n; ++k) {
+    Outage o;
+    o.from = pick(0, s.ranks - 1);
+    o.to = (o.from + pick(1, s.ranks - 1)) % s.ranks;
+    o.start_ms = uniform(0, 1500);
+    o.length_ms = length_ms(0.5, 6000);
+    s.outages.push_back(o);
+  }
+  if (chance(0.2)) s.deschedules.push_back({pick(0, s.ranks - 1), uniform(0, 1500), length_ms(1, 600)});
+  for (int k = 0, n = chance(0.3) ? pick(1, 2) : 0; k < n; ++k) s.late.push_back({pick(0, s.ranks - 1), pick(0, calls - 1), length_ms(1, 300)});
+  if (chance(0.02)) s.no_bounded_transport = pick(0, s.ranks - 1);
+  return s;
+}
+
+std::string FaultSchedule::describe() const {
+  std::ostringstream o;
+  o.precision(4);
+  o << "seed " << seed << ": " << ranks << " ranks, calibration " << calibration_calls << " call(s)/class, loss budget "
+    << loss_budget << " (agreed every " << sync_interval << "), resend rounds " << resend_rounds << "\n  calls:";
+  for (const auto& c : calls) o << " " << c.count << (c.bounded ? "b" : "x");
+  o << "\n  loss data/control per direction (from>to):";
+  for (int f = 0; f < ranks; ++f)
+    for (int t = 0; t < ranks; ++t)
+      if (f != t) o << " " << f << ">" << t << " " << data_loss[f * ranks + t] << "/" << control_loss[f * ranks + t];
+  o << "\n  duplicates " << duplicate << ", delayed " << delayed << " up to " << max_delay_ms << " ms";
+  for (const auto& x : outages) o << "\n  outage " << x.from << ">" << x.to << " from " << x.start_ms << " ms for " << x.length_ms << " ms";
+  for (const auto& x : deschedules) o << "\n  rank " << x.rank << " descheduled from " << x.start_ms << " ms for " << x.length_ms << " ms";
+  for (const auto& x : late) o << "\n  rank " << x.rank << " enters call " << x.call << " " << x.delay_ms << " ms late";
+  if (no_bounded_transport >= 0) o << "\n  rank " << no_bounded_transport << " has no bounded transport";
+  return o.str();
+}
+
+}  // namespace optireduce::schedules

@@ -1,0 +1,57 @@
+// A fault schedule drawn from a seed: the job's shape, the calls it makes, and what the datagram
+// network and the scheduler do to it (loss of data and control messages, one-direction outages,
+// reordering, duplicates, delays, a descheduled rank, a rank entering late, a rank whose bounded
+// transport cannot be made). The same seed always gives the same schedule; the network's
+// decisions about each message are drawn from the seed and the message's identity, not from the
+// order threads happen to send in, so a seed replays as closely as threads allow.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace optireduce::schedules {
+
+struct Outage {
+  int from = 0, to = 0;           // one direction of one link
+  double start_ms = 0, length_ms = 0;  // job time (from the first call)
+};
+
+struct Deschedule {
+  int rank = 0;
+  double start_ms = 0, length_ms = 0;  // the rank's thread stops (as SIGSTOP would) in job time
+};
+
+struct LateEntry {
+  int rank = 0, call = 0;
+  double delay_ms = 0;
+};
+
+struct PlannedCall {
+  std::uint64_t count = 0;
+  bool bounded = true;  // false: the caller asks for an exact call
+};
+
+struct FaultSchedule {
+  std::uint64_t seed = 0;
+  int ranks = 2;
+  unsigned calibration_calls = 1;
+  double loss_budget = 0.5;
+  unsigned sync_interval = 2;
+  unsigned resend_rounds = 2;
+  std::vector<PlannedCall> calls;
+  // Per direction (from * ranks + to): the share of data and control messages lost.
+  std::vector<double> data_loss, control_loss;
+  double duplicate = 0;       // share of messages delivered twice
+  double delayed = 0;         // share of messages held on the way (reordered behind later ones)
+  double max_delay_ms = 0;    // how long at most
+  std::vector<Outage> outages;
+  std::vector<Deschedule> deschedules;
+  std::vector<LateEntry> late;
+  int no_bounded_transport = -1;  // this rank's bounded transport could not be made
+
+  static FaultSchedule draw(std::uint64_t seed);
+  std::string describe() const;
+};
+
+}  // namespace optireduce::schedules

@@ -1,0 +1,335 @@
+#include "schedule_run.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+#include "optireduce/engine/engine/engine.hpp"
+#include "scheduled_network.hpp"
+#include "../unit/inproc_transport.hpp"
+
+namespace optireduce::schedules {
+
+namespace {
+
+// How long a rank may wait in a collective of the job's own layer for the others: longer than
+// any engine wait (hard deadline, watchdog) before they must have come. Past it, a rank is
+// missing: a hang, which the rendezvous ends by handing back empty blobs.
+constexpr auto kHangBound = std::chrono::seconds(12);
+
+// The job's own layer (MPI's all-gather and exact sum), checked: every collective must pair the
+// same call on every rank, and every rank must come.
+class Rendezvous {
+ public:
+  explicit Rendezvous(int ranks) : ranks_(ranks), slots_(ranks), tags_(ranks) {}
+  std::vector<std::vector<std::byte>> allgather(int rank, int tag, std::span<const std::byte> mine) {
+    std::unique_lock lock(mutex_);
+    if (broken_) return std::vector<std::vector<std::byte>>(static_cast<std::size_t>(ranks_));
+    const unsigned generation = generation_;
+    slots_[rank].assign(mine.begin(), mine.end());
+    tags_[rank] = tag;
+    if (++count_ == ranks_) {
+      for (int r = 1; r < ranks_; ++r)
+        if (tags_[r] != tags_[0]) {
+          std::ostringstream m;
+          m << "a collective of the job's own layer paired call " << tags_[0] << " on rank 0 with call " << tags_[r] << " on rank " << r;
+          problems_.push_back(m.str());
+          break;
+        }
+      result_ = slots_;
+      count_ = 0;
+      ++generation_;
+      cv_.notify_all();
+      return result_;
+    }
+    if (!cv_.wait_until(lock, Clock::now() + kHangBound, [&] { return generation_ != generation || broken_; })) {
+      std::ostringstream m;
+      m << "hang: rank " << rank << " waited " << kHangBound.count() << " s in a collective of the job's own layer (call " << tag
+        << ") that not every rank entered";
+      problems_.push_back(m.str());
+      broken_ = true;
+      cv_.notify_all();
+    }
+    if (broken_) return std::vector<std::vector<std::byte>>(static_cast<std::size_t>(ranks_));
+    return result_;
+  }
+  bool broken() {
+    std::lock_guard lock(mutex_);
+    return broken_;
+  }
+  std::vector<std::string> problems() {
+    std::lock_guard lock(mutex_);
+    return problems_;
+  }
+
+ private:
+  const int ranks_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<std::vector<std::byte>> slots_, result_;
+  std::vector<int> tags_;
+  int count_ = 0;
+  unsigned generation_ = 0;
+  bool broken_ = false;
+  std::vector<std::string> problems_;
+};
+
+class CheckedBootstrap final : public Bootstrap {
+ public:
+  CheckedBootstrap(std::shared_ptr<Rendezvous> rendezvous, int rank, const std::atomic<int>& call)
+      : rendezvous_(std::move(rendezvous)), rank_(rank), call_(call) {}
+  std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override {
+    return rendezvous_->allgather(rank_, call_.load(), mine);
+  }
+  bool allreduce_sum(const float* input, float* output, std::uint64_t count) override {
+    auto all = allgather({reinterpret_cast<const std::byte*>(input), count * sizeof(float)});
+    for (const auto& blob : all)
+      if (blob.size() != count * sizeof(float)) return false;
+    for (std::uint64_t i = 0; i < count; ++i) {
+      float sum = 0;
+      for (const auto& blob : all) {
+        float x;
+        std::memcpy(&x, blob.data() + i * sizeof(float), sizeof x);
+        sum += x;
+      }
+      output[i] = sum;
+    }
+    return true;
+  }
+
+ private:
+  std::shared_ptr<Rendezvous> rendezvous_;
+  int rank_;
+  const std::atomic<int>& call_;
+};
+
+// Integer data: every sum of any subset of the ranks' contributions is exact in float32 whatever
+// the order, and names its subset (rank r contributes 2^r times a factor of the entry).
+float factor(int call, std::uint64_t i) { return static_cast<float>(1 + (i * 7 + static_cast<std::uint64_t>(call) * 3) % 13); }
+float value(int rank, int call, std::uint64_t i) { return static_cast<float>(1 << rank) * factor(call, i); }
+
+// How much later than asked the machine's scheduler runs a thread, sampled all through the run:
+// time the threads lost to other jobs on a shared host, which no deadline of the engine covers.
+class SchedulerDelay {
+ public:
+  SchedulerDelay() : thread_([this] { sample(); }) {}
+  ~SchedulerDelay() {
+    stop_ = true;
+    thread_.join();
+  }
+  // The worst lateness of any sample taken between `from` and `to`.
+  double worst_ms(Clock::time_point from, Clock::time_point to) {
+    std::lock_guard lock(mutex_);
+    double worst = 0;
+    for (const auto& [at, late] : samples_)
+      if (at >= from && at <= to + std::chrono::milliseconds(5)) worst = std::max(worst, late);
+    return worst;
+  }
+
+ private:
+  void sample() {
+    while (!stop_) {
+      const auto asked = Clock::now() + std::chrono::milliseconds(2);
+      std::this_thread::sleep_until(asked);
+      const auto woke = Clock::now();
+      std::lock_guard lock(mutex_);
+      samples_.emplace_back(woke, std::chrono::duration<double, std::milli>(woke - asked).count());
+    }
+  }
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::vector<std::pair<Clock::time_point, double>> samples_;
+  std::thread thread_;
+};
+
+struct Seen {
+  CallStats stats;
+  Clock::time_point entered, left;
+  std::vector<float> out;
+};
+
+bool is_exact_kind(CallKind k) { return k == CallKind::exact || k == CallKind::calibration || k == CallKind::fallback; }
+
+}  // namespace
+
+SeedOutcome run_seed(const FaultSchedule& s) {
+  SeedOutcome outcome;
+  const auto began = Clock::now();
+  auto problem = [&](const std::string& what) { outcome.disagreements.push_back(what); };
+  const int ranks = s.ranks;
+  const int calls = static_cast<int>(s.calls.size());
+
+  EngineOptions options;
+  options.chunk_elems = 64;
+  options.timeout = std::chrono::milliseconds(4000);
+  options.watchdog = std::chrono::milliseconds(5000);
+  options.calibration_calls = s.calibration_calls;
+  options.loss_budget = s.loss_budget;
+  options.sync_interval = s.sync_interval;
+  options.reliable_calls_after_overrun = 2;
+  options.resend_rounds = s.resend_rounds;
+  options.hadamard = HadamardMode::off;
+  options.step_aside = false;
+
+  SchedulerDelay scheduler;
+  auto rendezvous = std::make_shared<Rendezvous>(ranks);
+  auto exact_fabric = std::make_shared<testing::InProcFabric>(ranks);
+  auto fabric = std::make_shared<ScheduledFabric>(s, Clock::now());
+  std::vector<std::atomic<int>> current(static_cast<std::size_t>(ranks));
+  for (auto& c : current) c = -1;  // engine creation
+  std::vector<std::unique_ptr<Engine>> engines(static_cast<std::size_t>(ranks));
+  std::vector<Status> created(static_cast<std::size_t>(ranks));
+  std::vector<std::vector<Seen>> seen(static_cast<std::size_t>(calls), std::vector<Seen>(static_cast<std::size_t>(ranks)));
+  std::vector<AgreedCounts> agreed(static_cast<std::size_t>(ranks));
+
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      std::unique_ptr<Transport> bounded;
+      if (r != s.no_bounded_transport) bounded = std::make_unique<ScheduledTransport>(fabric, r);
+      engines[r] = Engine::create(r, ranks, std::make_unique<testing::InProcTransport>(exact_fabric, r), std::move(bounded),
+                                  std::make_unique<CheckedBootstrap>(rendezvous, r, current[r]), options, created[r]);
+      if (!engines[r]) return;
+      Engine& engine = *engines[r];
+      for (int c = 0; c < calls; ++c) {
+        for (const auto& l : s.late)
+          if (l.rank == r && l.call == c) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(l.delay_ms));
+        const std::uint64_t count = s.calls[c].count;
+        std::vector<float> in(count);
+        for (std::uint64_t i = 0; i < count; ++i) in[i] = value(r, c, i);
+        Seen& o = seen[c][r];
+        current[r] = c;
+        o.entered = Clock::now();
+        if (c % 2) {  // in place every other call
+          o.out = std::move(in);
+          o.stats = engine.allreduce(o.out.data(), o.out.data(), count, ElementFormat::float32, s.calls[c].bounded);
+        } else {
+          o.out.assign(count, std::nanf(""));
+          o.stats = engine.allreduce(in.data(), o.out.data(), count, ElementFormat::float32, s.calls[c].bounded);
+        }
+        o.left = Clock::now();
+      }
+      agreed[r] = engine.agreed();
+    });
+  for (auto& t : threads) t.join();
+  for (const auto& p : rendezvous->problems()) problem(p);
+
+  const int made = static_cast<int>(std::count_if(engines.begin(), engines.end(), [](const auto& e) { return e != nullptr; }));
+  if (made != 0 && made != ranks) problem("engine creation: " + std::to_string(made) + " of " + std::to_string(ranks) + " ranks got an engine");
+  if (made == 0) ++outcome.calls_failed_everywhere;
+
+  std::ostringstream table;
+  table.precision(6);
+  bool failed_before = false;
+  for (int c = 0; c < calls && made == ranks; ++c) {
+    const auto& row = seen[c];
+    const std::uint64_t count = s.calls[c].count;
+    auto where = [&](int r) { return "call " + std::to_string(c) + " rank " + std::to_string(r); };
+    int ok = 0;
+    Clock::time_point last_entry{};
+    for (int r = 0; r < ranks; ++r) {
+      const auto& o = row[r];
+      ok += o.stats.ok();
+      last_entry = std::max(last_entry, o.entered);
+      table << "  " << where(r) << ": " << to_string(o.stats.kind) << " " << (o.stats.ok() ? "ok" : "FAILED (" + o.stats.status.text() + ")")
+            << ", entered " << fabric->job_ms(o.entered) << " ms, left " << fabric->job_ms(o.left) << " ms, deadlines "
+            << o.stats.deadline_us[0] << "/" << o.stats.deadline_us[1] << " us, phases " << o.stats.phase_us[0] << "/"
+            << o.stats.phase_us[1] << " us, dropped " << o.stats.dropped_entries << ", filled " << o.stats.filled_entries
+            << (o.stats.fill_agreed ? ", fill agreed" : "") << "\n";
+    }
+    ++outcome.calls_run;
+    if (ok != 0 && ok != ranks) {
+      problem("call " + std::to_string(c) + ": " + std::to_string(ok) + " of " + std::to_string(ranks) + " ranks succeeded");
+      continue;
+    }
+    if (ok == 0) {
+      if (!failed_before) ++outcome.calls_failed_everywhere;
+      failed_before = true;
+      continue;
+    }
+    if (failed_before) problem("call " + std::to_string(c) + " succeeded after an earlier call failed");
+    const CallKind kind = row[0].stats.kind;
+    double budget[2] = {0, 0};
+    for (int r = 0; r < ranks; ++r) {
+      const auto& o = row[r];
+      if (o.stats.kind != kind) problem(where(r) + ": kind " + to_string(o.stats.kind) + ", rank 0's " + to_string(kind));
+      if (std::memcmp(o.out.data(), row[0].out.data(), count * sizeof(float)) != 0)
+        problem(where(r) + ": the result differs from rank 0's");
+      for (int p = 0; p < 2; ++p) budget[p] = std::max(budget[p], o.stats.deadline_us[p]);
+      std::uint64_t differing = 0;
+      bool subset_sums = true;
+      for (std::uint64_t i = 0; i < count; ++i) {
+        const float f = factor(c, i);
+        const float exact = f * static_cast<float>((1 << ranks) - 1);
+        if (o.out[i] != exact) ++differing;
+        const float subset = o.out[i] / f;
+        subset_sums = subset_sums && std::isfinite(o.out[i]) && subset == std::floor(subset) && subset >= 0 && subset < float(1 << ranks);
+      }
+      if (!subset_sums) problem(where(r) + ": an entry is no sum of the ranks' contributions (worse than dropping what was missing)");
+      if (is_exact_kind(kind) && (differing != 0 || o.stats.dropped_entries != 0))
+        problem(where(r) + ": an exact call's result has " + std::to_string(differing) + " inexact entries, " +
+                std::to_string(o.stats.dropped_entries) + " counted as dropped");
+      if (differing > o.stats.dropped_entries || o.stats.filled_entries > o.stats.dropped_entries || o.stats.dropped_entries > count)
+        problem(where(r) + ": " + std::to_string(differing) + " entries inexact, " + std::to_string(o.stats.dropped_entries) +
+                " counted as dropped, " + std::to_string(o.stats.filled_entries) + " as filled");
+    }
+    if (kind != CallKind::bounded) continue;
+    // What the engine's own waits allow a bounded call from the last rank's entry (the deadlines
+    // agreed for it): each phase its budget stretched to its limit with its resend rounds, the
+    // fill agreement's wait for peers whose phases stretched as long, one stall wait for a
+    // silent peer, the list exchange's wait for a peer's word (call/list_exchange.cpp); plus the descheduling the schedule injected meanwhile and twice the worst
+    // lateness of the machine's scheduler then (a wait that wakes late, twice in a row). A call
+    // past that is counted; past its hard bound, it breaks the bound.
+    using DC = DeadlineController;
+    double allowed_ms = 0;
+    for (int p = 0; p < 2; ++p)
+      allowed_ms += 2 * DC::stretch_limit_us(budget[p]) + s.resend_rounds * DC::resend_wait_us(budget[p]) + DC::follow_wait_us(budget[p]);
+    allowed_ms += DC::agreement_wait_us(budget[1]) + DC::stall_wait_us(std::max(budget[0], budget[1])) +
+                  2 * DC::decision_linger_us(budget[1]);
+    allowed_ms /= 1000;
+    Clock::time_point last_left{};
+    for (int r = 0; r < ranks; ++r) last_left = std::max(last_left, row[r].left);
+    for (const auto& d : s.deschedules) {
+      const double from = std::max(d.start_ms, fabric->job_ms(last_entry)), to = std::min(d.start_ms + d.length_ms, fabric->job_ms(last_left));
+      if (to > from) allowed_ms += to - from;
+    }
+    const double margin_ms = 2 * scheduler.worst_ms(last_entry, last_left) + 5;
+    allowed_ms += margin_ms;
+    // Where a peer's word that it knows never comes (every copy lost, and the peer, gone on,
+    // answers nothing), a rank that knows waits for it until that peer's hard deadline and its
+    // failure notice's wait (call/list_exchange.cpp): the hard bound, counted from the first
+    // entry plus the entries' spread.
+    Clock::time_point first_entry = last_entry;
+    for (int r = 0; r < ranks; ++r) first_entry = std::min(first_entry, row[r].entered);
+    const double hard_ms = double(options.timeout.count()) + 2 * std::chrono::duration<double, std::milli>(last_entry - first_entry).count() +
+                           100 + margin_ms;
+    bool past_waits = false;
+    for (int r = 0; r < ranks; ++r) {
+      const double took_ms = std::chrono::duration<double, std::milli>(row[r].left - last_entry).count();
+      past_waits = past_waits || took_ms > allowed_ms;
+      if (took_ms > hard_ms) {
+        std::ostringstream m;
+        m << where(r) << ": ended " << took_ms << " ms after the last rank's entry, past its hard bound " << hard_ms << " ms";
+        problem(m.str());
+      }
+    }
+    outcome.past_waits += past_waits;
+  }
+  for (int r = 1; r < ranks && made == ranks; ++r) {
+    const auto &a = agreed[r], &b = agreed[0];
+    if (a.divergent_calls != b.divergent_calls || a.fallbacks != b.fallbacks || a.calibration_reruns != b.calibration_reruns)
+      problem("rank " + std::to_string(r) + "'s agreed counts differ from rank 0's");
+  }
+  if (made == ranks && agreed[0].divergent_calls != 0) problem("the engine counted divergent calls");
+  const auto net = fabric->counts();
+  table << "  network: " << net.sent << " sent, " << net.lost << " lost, " << net.cut << " cut by outages, " << net.doubled
+        << " doubled, " << net.held << " held\n";
+  outcome.table = table.str();
+  outcome.seconds = std::chrono::duration<double>(Clock::now() - began).count();
+  return outcome;
+}
+
+}  // namespace optireduce::schedules

@@ -1,0 +1,121 @@
+#include "scheduled_network.hpp"
+
+#include <thread>
+
+#include "optireduce/engine/tar/wire_header.hpp"
+
+namespace optireduce::schedules {
+
+namespace {
+std::uint64_t mix(std::uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+}  // namespace
+
+ScheduledFabric::ScheduledFabric(const FaultSchedule& schedule, Clock::time_point job_start)
+    : schedule_(schedule), job_start_(job_start), inboxes_(static_cast<std::size_t>(schedule.ranks)) {}
+
+double ScheduledFabric::draw(std::uint64_t identity, std::uint64_t salt) const {
+  return double(mix(identity ^ mix(schedule_.seed + salt)) >> 11) / double(1ull << 53);
+}
+
+void ScheduledFabric::send(int from, int to, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) {
+  const auto now = Clock::now();
+  WireHeader h;
+  const bool ours = decode(header, h);
+  std::uint64_t identity = mix((std::uint64_t(from) << 8 | std::uint64_t(to)) ^ std::uint64_t(lane) << 16);
+  if (ours)
+    identity = mix(identity ^ mix(std::uint64_t(h.kind) << 32 ^ h.flags) ^ mix(h.epoch * 0x9e3779b97f4a7c15ull + h.offset));
+  std::lock_guard lock(mutex_);
+  identity = mix(identity + sent_before_[identity]++);
+  ++counts_.sent;
+  const double t = job_ms(now);
+  for (const auto& o : schedule_.outages)
+    if (o.from == from && o.to == to && t >= o.start_ms && t < o.start_ms + o.length_ms) {
+      ++counts_.cut;
+      return;
+    }
+  const auto d = static_cast<std::size_t>(from * schedule_.ranks + to);
+  if (draw(identity, 1) < (lane == Lane::data ? schedule_.data_loss[d] : schedule_.control_loss[d])) {
+    ++counts_.lost;
+    return;
+  }
+  const int copies = draw(identity, 2) < schedule_.duplicate ? 2 : 1;
+  counts_.doubled += copies - 1;
+  for (int k = 0; k < copies; ++k) {
+    auto release = now;
+    if (draw(identity, 3 + k) < schedule_.delayed) {
+      ++counts_.held;
+      release += std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double, std::milli>(draw(identity, 5 + k) * schedule_.max_delay_ms));
+    }
+    Message m{release, order_++, from, {}, header.size()};
+    m.bytes.reserve(header.size() + payload.size());
+    m.bytes.insert(m.bytes.end(), header.begin(), header.end());
+    m.bytes.insert(m.bytes.end(), payload.begin(), payload.end());
+    inboxes_[static_cast<std::size_t>(to)].push(std::move(m));
+  }
+  arrived_.notify_all();
+}
+
+bool ScheduledFabric::take(int rank, Clock::time_point deadline, Message& out) {
+  std::unique_lock lock(mutex_);
+  auto& inbox = inboxes_[static_cast<std::size_t>(rank)];
+  for (;;) {
+    const auto now = Clock::now();
+    if (!inbox.empty() && inbox.top().release <= now) break;
+    if (now >= deadline) return false;
+    const auto wake = inbox.empty() ? deadline : std::min(deadline, inbox.top().release);
+    arrived_.wait_until(lock, wake);
+  }
+  out = inbox.top();
+  inbox.pop();
+  return true;
+}
+
+Clock::time_point ScheduledFabric::stopped_until(int rank, Clock::time_point now) const {
+  const double t = job_ms(now);
+  for (const auto& d : schedule_.deschedules)
+    if (d.rank == rank && t >= d.start_ms && t < d.start_ms + d.length_ms) return at_job_ms(d.start_ms + d.length_ms);
+  return now;
+}
+
+ScheduledFabric::Counts ScheduledFabric::counts() {
+  std::lock_guard lock(mutex_);
+  return counts_;
+}
+
+void ScheduledTransport::run_or_stop() const {
+  const auto now = Clock::now();
+  const auto until = fabric_->stopped_until(rank_, now);
+  if (until > now) std::this_thread::sleep_until(until);
+}
+
+Status ScheduledTransport::send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) {
+  run_or_stop();
+  fabric_->send(rank_, peer, lane, header, payload);
+  return {};
+}
+
+Status ScheduledTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
+  run_or_stop();
+  ScheduledFabric::Message m;
+  if (!fabric_->take(rank_, deadline, m)) return Timeout("nothing arrived");
+  do {
+    InboundMessage in;
+    in.source = m.source;
+    in.header = std::span<const std::byte>(m.bytes).first(m.header_size);
+    in.payload = std::span<const std::byte>(m.bytes).subspan(m.header_size);
+    in.payload_size = in.payload.size();
+    in.arrived = Clock::now();
+    on_message(in);
+  } while (fabric_->take(rank_, Clock::time_point::min(), m));
+  return {};
+}
+
+}  // namespace optireduce::schedules

@@ -1,0 +1,85 @@
+// The datagram network a fault schedule describes, for ranks that are threads of one process:
+// every message may be lost (by lane and direction), cut off by an outage of its direction,
+// delivered twice, or held on the way (and so overtaken); a descheduled rank's thread stops in
+// its transport calls. Each decision comes from the seed and the message's identity (sender,
+// receiver, kind, call, offset, flags, and how many times that same message was sent before).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <queue>
+#include <tuple>
+#include <vector>
+
+#include "fault_schedule.hpp"
+#include "optireduce/transport.hpp"
+
+namespace optireduce::schedules {
+
+class ScheduledFabric {
+ public:
+  ScheduledFabric(const FaultSchedule& schedule, Clock::time_point job_start);
+  const FaultSchedule& schedule() const { return schedule_; }
+  double job_ms(Clock::time_point t) const { return std::chrono::duration<double, std::milli>(t - job_start_).count(); }
+  Clock::time_point at_job_ms(double ms) const {
+    return job_start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(ms));
+  }
+
+  struct Message {
+    Clock::time_point release;
+    std::uint64_t order;  // ties: in sending order
+    int source;
+    std::vector<std::byte> bytes;  // header, then payload
+    std::size_t header_size;
+    bool operator>(const Message& o) const { return std::tie(release, order) > std::tie(o.release, o.order); }
+  };
+  // Sends one message the way the schedule says (lost, held, doubled).
+  void send(int from, int to, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload);
+  // The next message due for `rank` by `deadline`.
+  bool take(int rank, Clock::time_point deadline, Message& out);
+  // Until when `rank` is descheduled at `now` (now: it runs).
+  Clock::time_point stopped_until(int rank, Clock::time_point now) const;
+
+  struct Counts {
+    std::uint64_t sent = 0, lost = 0, cut = 0, doubled = 0, held = 0;
+  };
+  Counts counts();
+
+ private:
+  // A number in [0, 1) for this decision about this message.
+  double draw(std::uint64_t identity, std::uint64_t salt) const;
+
+  const FaultSchedule schedule_;
+  const Clock::time_point job_start_;
+  std::mutex mutex_;
+  std::condition_variable arrived_;
+  std::vector<std::priority_queue<Message, std::vector<Message>, std::greater<>>> inboxes_;
+  std::map<std::uint64_t, std::uint32_t> sent_before_;  // by message identity
+  std::uint64_t order_ = 0;
+  Counts counts_;
+};
+
+// One rank's end of the scheduled network: a transport that may lose data, as UDP is.
+class ScheduledTransport final : public Transport {
+ public:
+  ScheduledTransport(std::shared_ptr<ScheduledFabric> fabric, int rank) : fabric_(std::move(fabric)), rank_(rank) {}
+  std::vector<std::byte> local_address() const override { return {std::byte(rank_)}; }
+  Status connect(int, const std::vector<std::vector<std::byte>>&, Clock::time_point) override { return {}; }
+  Status send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) override;
+  std::size_t sends_in_flight(int) const override { return 0; }  // a send is a copy
+  bool abandon_queued_sends() override { return true; }
+  Status poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override;
+  TransportTraits traits() const override { return {false, false, true, 1024, false}; }
+  std::string describe() const override { return "scheduled datagrams"; }
+
+ private:
+  // A descheduled rank stops here until its time comes back.
+  void run_or_stop() const;
+
+  std::shared_ptr<ScheduledFabric> fabric_;
+  int rank_;
+};
+
+}  // namespace optireduce::schedules
