@@ -41,7 +41,7 @@ if(TARGET optireduce-run)
 endif()
 foreach(_tool optireduce-info optireduce-bench)
   if(TARGET ${_tool})
-    # optireduce-bench links liboptireduce.so.0: found next door, wherever the tree is.
+    # Whatever they link of the project's is found next door, wherever the tree is.
     set_target_properties(${_tool} PROPERTIES INSTALL_RPATH "$ORIGIN/${_optireduce_bin_to_lib}"
       INSTALL_RPATH_USE_LINK_PATH ON)
     install(TARGETS ${_tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "optireduce/cpu_features.hpp"
+
 // RFC 4418's layers, in the arrangement nettle's umac64 uses (and checks against the RFC's test
 // vectors): L1 is NH of each 1024-byte block plus its length in bits; with one block L2 passes
 // that value on, with more it is a polynomial in the blocks' values modulo p64; L3 an inner
@@ -126,10 +128,7 @@ struct Umac64::Pad {
   ~Pad() { EVP_CIPHER_CTX_free(aes); }
 };
 
-bool Umac64::available() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-}
+bool Umac64::available() { return cpu_features().avx512f && cpu_features().avx512bw; }
 
 std::unique_ptr<Umac64> Umac64::create(std::span<const std::uint8_t, kKeyBytes> key) {
   std::unique_ptr<Umac64> u(new Umac64());

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "optireduce/datagram/connect_steps.hpp"
 #include "optireduce/datagram/probe.hpp"
 #include "optireduce/log.hpp"
 
@@ -28,10 +29,7 @@ std::size_t provider_receive_buffer() {
 }  // namespace
 
 std::unique_ptr<Transport> make_ofi_transport(const OfiSettings& settings, Status& status) {
-  auto t = std::make_unique<OfiTransport>(settings);
-  status = t->start();
-  if (!status.ok()) return nullptr;
-  return t;
+  return make_started<OfiTransport>(settings, status);
 }
 
 OfiTransport::OfiTransport(const OfiSettings& settings)
@@ -119,13 +117,8 @@ Status OfiTransport::configure(const std::vector<OfiAddress>& all, bool use_loop
              "ofi: cannot insert the address of rank " + std::to_string(r));
     rank_of_[addresses_[static_cast<std::size_t>(r)]] = r;
   }
-  if (settings_.authenticate) {
-    Status s;
-    authenticator_ = datagram::Authenticator::create(all[0].secret, rank_, ranks_, s);  // rank 0's secret keys the job
-    OR_RETURN_IF_ERROR(s);
-  }
-  sealer_ = datagram::Sealer(authenticator_.get(), rank_, ranks_);
-  handshake_ = datagram::Handshake(rank_, ranks_);
+  // Rank 0's secret keys the job.
+  OR_RETURN_IF_ERROR(datagram::key_job(settings_.authenticate, all[0].secret, rank_, ranks_, authenticator_, sealer_, handshake_));
   windows_.assign(static_cast<std::size_t>(ranks_),
                   datagram::FlowWindow(datagram::receive_window_bytes(provider_receive_buffer(), max_datagram_, ranks_)));
   dispatch_ = std::make_unique<datagram::ReceiveDispatch>(rank_, ranks_, authenticator_.get(), settings_.fec_group, max_datagram_);
@@ -149,11 +142,7 @@ Status OfiTransport::post_receives() {
 
 Status OfiTransport::connect(int self_rank, const std::vector<std::vector<std::byte>>& addresses,
                              Clock::time_point deadline) {
-  OR_CHECK(!connected_, invalid, "ofi: connect called twice");
-  OR_CHECK(self_rank >= 0 && static_cast<std::size_t>(self_rank) < addresses.size(), invalid,
-           "ofi: rank " + std::to_string(self_rank) + " of " + std::to_string(addresses.size()));
-  rank_ = self_rank;
-  ranks_ = static_cast<int>(addresses.size());
+  OR_RETURN_IF_ERROR(datagram::take_rank("ofi", connected_, self_rank, addresses.size(), rank_, ranks_));
   std::vector<OfiAddress> all;
   OR_RETURN_IF_ERROR(read_addresses(addresses, all));
   bool use_loopback = false;

@@ -52,13 +52,23 @@ using namespace optireduce::pmpi;
 
 namespace {
 
-template <typename Count, typename Forward>
+// MPI_Allreduce and MPI_Allreduce_c: through the engine where eligible, else to `pmpi`.
+template <typename Count>
 int allreduce(const void* sendbuf, void* recvbuf, Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-              Forward&& forward) {
+              int (*pmpi)(const void*, void*, Count, MPI_Datatype, MPI_Op, MPI_Comm)) {
+  auto forward = [&] { return pmpi(sendbuf, recvbuf, count, datatype, op, comm); };
   if (NestedCallGuard::nested() || !active()) return forward();
   int rc = MPI_SUCCESS;
   const auto why = try_engine(sendbuf, recvbuf, static_cast<std::int64_t>(count), datatype, op, comm, &rc);
   return why ? pass_through(*why, forward) : rc;
+}
+
+// MPI_Iallreduce and MPI_Iallreduce_c: counted, then `pmpi`'s.
+template <typename Count>
+int iallreduce(const void* sendbuf, void* recvbuf, Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+               MPI_Request* request, int (*pmpi)(const void*, void*, Count, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request*)) {
+  count_nonblocking();
+  return pmpi(sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 
 }  // namespace
@@ -66,26 +76,22 @@ int allreduce(const void* sendbuf, void* recvbuf, Count count, MPI_Datatype data
 extern "C" {
 
 int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  return allreduce(sendbuf, recvbuf, count, datatype, op, comm,
-                   [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm); });
+  return allreduce(sendbuf, recvbuf, count, datatype, op, comm, &PMPI_Allreduce);
 }
 
 int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                    MPI_Request* request) {
-  count_nonblocking();
-  return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+  return iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request, &PMPI_Iallreduce);
 }
 
 #if MPI_VERSION >= 4
 int MPI_Allreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  return allreduce(sendbuf, recvbuf, count, datatype, op, comm,
-                   [&] { return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm); });
+  return allreduce(sendbuf, recvbuf, count, datatype, op, comm, &PMPI_Allreduce_c);
 }
 
 int MPI_Iallreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                      MPI_Request* request) {
-  count_nonblocking();
-  return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+  return iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request, &PMPI_Iallreduce_c);
 }
 #endif
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # bench.sh: the project's benchmark driver. Every contender (Open MPI, OptiReduce in a mode or on a
 # transport, Gloo) runs in processes of its own, one launch per contender and round, exactly as a
-# user runs it; rounds interleave the contenders; every figure is a median over rounds and every
-# ratio is against a baseline measured in the same run. Every call's result is checked against
-# the exact sum. See --help; docs/benchmarks.md has the command of each measurement.
+# user runs it; rounds interleave the contenders (and the networks); every figure is a median over
+# rounds and every ratio is against a baseline measured in the same run. Every call's result is
+# checked against the exact sum. See --help; docs/benchmarks.md has the command of each measurement.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 prog=bench.sh
@@ -12,11 +12,12 @@ usage() {
   cat <<'EOF_USAGE'
 usage: scripts/bench.sh [options]
 
-Times float32 MPI_Allreduce(SUM) for each contender in its own mpirun (build/bin/
-optireduce-allreduce-bench, plain MPI; OptiReduce contenders get LD_PRELOAD=liboptireduce.so),
-round after round, and prints a markdown table: medians over rounds of each round's p50 and p99,
-ratios to the baseline of the same run, dropped fraction, worst relative RMS error, calls that
-were not exact, calls spent calibrating. Raw per-call figures go to the output directory.
+Times float32 MPI_Allreduce(SUM) for each contender in its own mpirun (build/bin/optireduce-bench,
+plain MPI; OptiReduce contenders get LD_PRELOAD=liboptireduce.so; Gloo runs scripts/bench/
+gloo_bench.py), round after round, and prints a markdown table per network: medians over rounds of
+each round's p50 and p99, ratios to the baseline of the same run, dropped fraction, worst relative
+RMS error, calls that were not exact, calls spent calibrating. Raw per-call figures go to the
+output directory.
 
 what to measure (one of):
   --sizes LIST         latency of each size, comma-separated, K/M/G = KiB/MiB/GiB, decimals allowed
@@ -27,6 +28,13 @@ what to measure (one of):
                        for the calls each contender spends calibrating; or the LIST given
   --small [LIST]       small messages (default 4K,16K,64K,256K) with OPTIREDUCE_MIN_BYTES=4 for
                        every OptiReduce contender, so that the library intercepts them
+  --sweep MIN:MAX[:F]  latency of sizes from MIN to MAX, each F (default 2) times the one before
+  --model LIST         a model's data-parallel step replayed: a compute sleep, then one allreduce
+                       per DDP bucket (resnet50, gpt2, bert-large; optireduce-bench model)
+  --scale LIST         with --model: the fraction of each model replayed (one value or one per
+                       model; e.g. 1,0.25 for ResNet-50 whole and 5 of GPT-2's 19 buckets)
+  --warmup-calls N     untimed calls per size class before the warm-up iterations (default 22
+                       for --model, else 0): they cover the engine's calibration of each class
   --in-place           latency mode: MPI_IN_PLACE instead of separate send and receive buffers
   --barrier mpi|host   what starts each iteration: the contender's own barrier (mpi, the default)
                        or one that sends nothing over the network (host: shared memory, or Unix
@@ -34,7 +42,7 @@ what to measure (one of):
                        own messages are lost and retransmitted, and its tail lands in every
                        contender's figures
 
-where (--net):
+where (--net NET[,NET...]: each network gets its own table; rounds alternate over them):
   shm                  plain mpirun on this host (Open MPI picks shared memory; so does UCX)
   tcp                  this host's loopback, TCP only: Open MPI --mca pml ob1 --mca btl tcp,self
                        on lo; OptiReduce's UCX held to tcp on lo
@@ -66,9 +74,11 @@ how long:
                        takes each position; the default) or fixed (A B C, A B C, ...)
   --ranks N            ranks (default 4; cluster: the number of hosts)
   --timeout S          kill one job after S seconds (default 900)
+  --plot               also draw each network's latency CDF per contender (cdf-<entry>.png, with
+                       python3-matplotlib)
 
 output and others:
-  --build-dir DIR      build with lib/liboptireduce.so and bin/optireduce-allreduce-bench
+  --build-dir DIR      build with lib/liboptireduce.so and bin/optireduce-bench
                        (default build)
   --out-dir DIR        where the results go (default results/bench/<timestamp>)
   --tolerance X        largest relative RMS error of a bounded call that reports no dropped entry
@@ -82,7 +92,8 @@ output and others:
   --dry-run            print the jobs' commands, run nothing
   -h, --help           this text
 
-Output directory: table.md (also printed on stdout), summary.json, calls.csv (every call of every
+Output directory (with several networks, one sub-directory per network and table.md joining
+their tables): table.md (also printed on stdout), summary.json, calls.csv (every call of every
 job: round, contender, latency, kind, dropped entries, relative RMS error), iterations.csv (every
 iteration: a call, or a step), meta.json (settings, load average before and after, commit), and
 runs/r<round>-<contender>/ with each job's command, stdout, stderr, JSON and OptiReduce report.
@@ -110,8 +121,11 @@ builtin_contender() {
 # the engine's calibration (1-2, 2-4, 4-8 MiB), none a power of two but the first.
 buckets20=1024K,1140K,1272K,1416K,1576K,1756K,1956K,2176K,2424K,2700K,3008K,3352K,3732K,4156K,4628K,5156K,5744K,6396K,7124K,7936K
 
-net=shm
+nets=shm
 mode=latency
+scale=""
+warmup_calls=""
+plot=0
 list=""
 in_place=0
 barrier=mpi
@@ -145,12 +159,17 @@ while [ $# -gt 0 ]; do
       mode=small; list=4K,16K,64K,256K
       if [ $# -ge 2 ] && [[ "$2" != --* ]]; then list=$2; shift; fi
       shift ;;
+    --sweep) need "$@"; mode=sweep; list=$2; shift 2 ;;
+    --model) need "$@"; mode=model; list=$2; shift 2 ;;
+    --scale) need "$@"; scale=$2; shift 2 ;;
+    --warmup-calls) need "$@"; warmup_calls=$2; shift 2 ;;
+    --plot) plot=1; shift ;;
     --in-place) in_place=1; shift ;;
     --barrier)
       need "$@"
       [[ "$2" == mpi || "$2" == host ]] || die "--barrier \"$2\": mpi or host"
       barrier=$2; shift 2 ;;
-    --net) need "$@"; net=$2; shift 2 ;;
+    --net) need "$@"; nets=$2; shift 2 ;;
     --contenders) need "$@"; contenders=${2//,/ }; shift 2 ;;
     --contender)
       need "$@"
@@ -184,27 +203,50 @@ case $mode in
   latency) list=${list:-1M,4M,16M,64M}; warmup=${warmup:-30}; iters=${iters:-50} ;;
   small) warmup=${warmup:-30}; iters=${iters:-200} ;;
   step|buckets) warmup=${warmup:-10}; iters=${iters:-30} ;;
+  sweep) warmup=${warmup:-30}; iters=${iters:-50} ;;
+  model) warmup=${warmup:-1}; iters=${iters:-5}; warmup_calls=${warmup_calls:-22} ;;
 esac
-for v in warmup iters rounds timeout_s; do
+warmup_calls=${warmup_calls:-0}
+for v in warmup iters rounds timeout_s warmup_calls; do
   [[ "${!v}" =~ ^[0-9]+$ ]] || die "--${v%_s} \"${!v}\" must be a non-negative integer"
 done
 [ "$iters" -ge 1 ] && [ "$rounds" -ge 1 ] && [ "$timeout_s" -ge 1 ] || die "--iters, --rounds and --timeout must be at least 1"
 [ "$rounds" -ge 3 ] || echo "$prog: warning: --rounds $rounds: a median of fewer than 3 rounds does not tame a rare stall" >&2
 case $order in rotate|fixed) ;; *) die "--order \"$order\": rotate or fixed" ;; esac
-[[ "$list" =~ ^[0-9.]+[KMGkmg]?(,[0-9.]+[KMGkmg]?)*$ ]] || die "size list \"$list\" is not SIZE[,SIZE...] (e.g. 1M,6.25M,256K)"
-
-net_kind=${net%%:*}
-case $net_kind in
-  shm|tcp) [ "$net" = "$net_kind" ] || die "--net $net: shm and tcp take no argument" ;;
-  netns) profile=${net#netns:}; [ -n "$profile" ] && [ "$profile" != "$net" ] || die "--net netns:PROFILE (e.g. netns:loss-1)" ;;
-  cluster)
-    [[ "$net" =~ ^cluster:([0-9]+):([0-9]+(\.[0-9]+)?)$ ]] || die "--net cluster:HOSTS:DROP_PERMILLE (e.g. cluster:4:1)"
-    hosts=${BASH_REMATCH[1]} drop=${BASH_REMATCH[2]}
-    [ -z "$ranks" ] || [ "$ranks" = "$hosts" ] || die "--net $net runs one rank per host: --ranks must be $hosts"
-    ranks=$hosts
-    [ "$barrier" = mpi ] || die "--barrier host needs every rank on one host: not with --net $net" ;;
-  *) die "--net \"$net\": shm, tcp, netns:PROFILE or cluster:HOSTS:DROP" ;;
+case $mode in
+  model)
+    [[ "$list" =~ ^(resnet50|gpt2|bert-large)(,(resnet50|gpt2|bert-large))*$ ]] || die "--model \"$list\": a comma list of resnet50, gpt2, bert-large"
+    [ -z "$scale" ] || [[ "$scale" =~ ^[0-9.]+(,[0-9.]+)*$ ]] || die "--scale \"$scale\" is not X[,X...]" ;;
+  sweep)
+    [[ "$list" =~ ^([0-9.]+[KMGkmg]?):([0-9.]+[KMGkmg]?)(:([0-9.]+))?$ ]] || die "--sweep \"$list\" is not MIN:MAX[:FACTOR] (e.g. 4K:64M:2)"
+    sweep_min=${BASH_REMATCH[1]} sweep_max=${BASH_REMATCH[2]} sweep_factor=${BASH_REMATCH[4]:-2} ;;
+  *) [[ "$list" =~ ^[0-9.]+[KMGkmg]?(,[0-9.]+[KMGkmg]?)*$ ]] || die "size list \"$list\" is not SIZE[,SIZE...] (e.g. 1M,6.25M,256K)" ;;
 esac
+[ -z "$scale" ] || [ "$mode" = model ] || die "--scale goes with --model"
+
+# Sets net, net_kind, profile, hosts, drop for one network of --net (and checks it).
+set_net() {
+  net=$1 net_kind=${1%%:*}
+  case $net_kind in
+    shm|tcp) [ "$net" = "$net_kind" ] || die "--net $net: shm and tcp take no argument" ;;
+    netns) profile=${net#netns:}; [ -n "$profile" ] && [ "$profile" != "$net" ] || die "--net netns:PROFILE (e.g. netns:loss-1)" ;;
+    cluster)
+      [[ "$net" =~ ^cluster:([0-9]+):([0-9]+(\.[0-9]+)?)$ ]] || die "--net cluster:HOSTS:DROP_PERMILLE (e.g. cluster:4:1)"
+      hosts=${BASH_REMATCH[1]} drop=${BASH_REMATCH[2]}
+      [ -z "$ranks" ] || [ "$ranks" = "$hosts" ] || die "--net $net runs one rank per host: --ranks must be $hosts"
+      [ "$barrier" = mpi ] || die "--barrier host needs every rank on one host: not with --net $net" ;;
+    *) die "--net \"$net\": shm, tcp, netns:PROFILE or cluster:HOSTS:DROP" ;;
+  esac
+  return 0
+}
+IFS=, read -r -a net_list <<<"$nets"
+[ ${#net_list[@]} -gt 0 ] || die "--net: no network"
+need_root=0
+for nt in "${net_list[@]}"; do
+  set_net "$nt"
+  [ "$net_kind" = cluster ] && ranks=$hosts
+  [ "$net_kind" = netns ] || [ "$net_kind" = cluster ] && need_root=1
+done
 ranks=${ranks:-4}
 [[ "$ranks" =~ ^[0-9]+$ ]] && [ "$ranks" -ge 2 ] || die "--ranks \"$ranks\" must be an integer of at least 2"
 
@@ -222,8 +264,8 @@ done
 
 case "$build_dir" in /*) ;; *) build_dir=$root/$build_dir ;; esac
 lib=$build_dir/lib/liboptireduce.so
-bench_bin=$build_dir/bin/optireduce-allreduce-bench
-gloo_py=$root/scripts/bench/gloo_allreduce_bench.py
+bench_bin=$build_dir/bin/optireduce-bench
+gloo_py=$root/scripts/bench/gloo_bench.py
 py=/usr/bin/python3
 [ -f "$lib" ] || die "no $lib (build first, or --build-dir)"
 [ -x "$bench_bin" ] || die "no $bench_bin (build first, or --build-dir)"
@@ -231,9 +273,8 @@ py=/usr/bin/python3
 command -v mpirun >/dev/null || die "mpirun not found (scripts/setup.sh installs Open MPI)"
 command -v timeout >/dev/null || die "timeout not found (coreutils)"
 [ "$syscalls" = 0 ] || command -v strace >/dev/null || die "--syscalls needs strace (apt-get install strace)"
-if [ "$net_kind" = netns ] || [ "$net_kind" = cluster ]; then
-  [ "$(id -u)" -eq 0 ] || die "--net $net must run as root (network namespaces)"
-fi
+[ "$need_root" = 0 ] || [ "$(id -u)" -eq 0 ] || die "--net $nets must run as root (network namespaces)"
+[ "$plot" = 0 ] || "$py" -c 'import matplotlib' 2>/dev/null || die "--plot needs matplotlib for $py (apt-get install python3-matplotlib)"
 [ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 # Ranks that mpirun starts on this host inherit its environment: an OPTIREDUCE_* setting or a
@@ -251,100 +292,22 @@ if [ -z "$out_dir" ]; then
   [ -e "$out_dir" ] && out_dir=$out_dir-$$
 fi
 case "$out_dir" in /*) ;; *) out_dir=$PWD/$out_dir ;; esac
-if [ "$dry_run" = 0 ]; then mkdir -p "$out_dir/runs" || die "cannot create $out_dir"; fi
+# One directory per network: the output directory itself when there is one network.
+net_dir() {  # net
+  if [ ${#net_list[@]} -eq 1 ]; then echo "$out_dir"; else echo "$out_dir/${1//[:\/]/-}"; fi
+}
+if [ "$dry_run" = 0 ]; then
+  for nt in "${net_list[@]}"; do mkdir -p "$(net_dir "$nt")/runs" || die "cannot create $(net_dir "$nt")"; done
+fi
 
-# --- one job's command ------------------------------------------------------------------------------
-# OptiReduce's UCX and Open MPI on the emulated network (or loopback) only: shared memory would
-# bypass it. A contender's own settings come last and win.
-net_env=()
-mpi_net=()
-case $net_kind in
-  tcp|netns)
-    # shellcheck disable=SC2054  # "tcp,self" is one argument
-    mpi_net=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
-    net_env=(OPTIREDUCE_UCX_TLS=tcp OPTIREDUCE_UCX_NET_DEVICES=lo) ;;
-  cluster) net_env=(OPTIREDUCE_UCX_TLS=tcp OPTIREDUCE_UCX_NET_DEVICES=eth0) ;;
-esac
 mode_env=()
 [ "$mode" = small ] && mode_env=(OPTIREDUCE_MIN_BYTES=4)
-
-program_args() {  # dir name: sets prog_args
-  prog_args=(--warmup "$warmup" --iters "$iters" --tolerance "$tolerance" --barrier "$barrier" --json "$1/out.json" --label "$2")
-  [ "$inject" = 1 ] && prog_args+=(--corrupt-result 1)
-  if [ "$mode" = step ] || [ "$mode" = buckets ]; then
-    prog_args+=(step --buckets "$list")
-  else
-    prog_args+=(latency --sizes "$list")
-    [ "$in_place" = 1 ] && prog_args+=(--in-place)
-  fi
-  return 0
-}
-
-# Sets cmd to the job's command; returns 1 with the reason in skip_reason when the contender
-# cannot run on this network.
-job_command() {  # contender dir
-  local c=$1 dir=$2 preload=1 runner=mpi a
-  local -a settings=()
-  cmd=()
-  for a in ${defs[$c]}; do
-    case $a in
-      preload=no) preload=0 ;;
-      runner=gloo) runner=gloo ;;
-      *) settings+=("$a") ;;
-    esac
-  done
-  program_args "$dir" "$c"
-  # --syscalls: strace -c per rank (MPI: one file per rank; Gloo: its launcher and all its ranks).
-  if [ "$runner" = gloo ]; then
-    [ "$net_kind" != cluster ] || { skip_reason="gloo starts its ranks on one host: not with --net cluster"; return 1; }
-    for a in "${common_env[@]}"; do cmd+=("$a"); done
-    [ ${#cmd[@]} -eq 0 ] || cmd=(env "${cmd[@]}")
-    [ "$syscalls" = 1 ] && cmd+=(strace -f -qq -c -o "$dir/strace.all")
-    cmd+=("$py" "$gloo_py" --ranks "$ranks" --timeout "$timeout_s" "${prog_args[@]}")
-  else
-    local -a program=("$bench_bin")
-    # shellcheck disable=SC2016  # expanded by the rank's shell: the rank number is known there
-    [ "$syscalls" = 1 ] && program=(sh -c 'exec strace -f -qq -c -o "$0.$OMPI_COMM_WORLD_RANK" "$@"' "$dir/strace" "$bench_bin")
-    # -x VAR=VALUE, each variable once, the last setting winning.
-    local -A value=()
-    local -a names=() env=()
-    env=("${common_env[@]}")
-    if [ "$preload" = 1 ]; then
-      env+=(LD_PRELOAD="$lib" OPTIREDUCE_REPORT="$dir/report.json" "${net_env[@]}" "${mode_env[@]}")
-    fi
-    env+=("${settings[@]}")
-    for a in "${env[@]}"; do
-      [ -n "${value[${a%%=*}]+set}" ] || names+=("${a%%=*}")
-      value[${a%%=*}]=${a#*=}
-    done
-    local -a x=()
-    for a in "${names[@]}"; do x+=(-x "$a=${value[$a]}"); done
-    if [ "$net_kind" = cluster ]; then
-      cmd=("$root/scripts/cluster.sh" --hosts "$hosts" --drop "$drop" --stats "$dir/links.json" -q --mpirun --
-           "${x[@]}" "${program[@]}" "${prog_args[@]}")
-    else
-      cmd=(mpirun -np "$ranks" --oversubscribe "${mpi_net[@]}" "${x[@]}" "${program[@]}" "${prog_args[@]}")
-    fi
-  fi
-  if [ "$net_kind" = netns ]; then
-    cmd=("$root/scripts/netem.sh" --profile "$profile" --stats "$dir/netem.json" -- "${cmd[@]}")
-  fi
-  return 0
-}
-
-quote() {  # a command line to paste into a shell; plain words stay as they are
-  local s="" a
-  for a in "$@"; do
-    if [[ "$a" =~ ^[A-Za-z0-9_./:=,+@%-]+$ ]]; then s+=" $a"
-    elif [[ "$a" != *"'"* ]]; then s+=" '$a'"
-    else s+=" $(printf '%q' "$a")"; fi
-  done
-  echo "${s# }"
-}
+# The command line of one job: net_settings, program_args, job_command, quote.
+. "$root/scripts/bench/job_command.sh"
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
 # --- meta ---------------------------------------------------------------------------------------------
-write_meta() {  # state
+write_meta() {  # state dir
   local defs_json="" c
   for c in "${contender_list[@]}"; do defs_json+="$c=${defs[$c]}"$'\n'; done
   BM_STATE=$1 BM_DEFS=$defs_json BM_CMD=$(quote "$0" "${orig_args[@]}") BM_NET=$net BM_MODE=$mode BM_LIST=$list \
@@ -352,21 +315,7 @@ write_meta() {  # state
   BM_CONTENDERS="${contender_list[*]}" BM_BUILD=$build_dir BM_LOAD0=$load_start BM_UPTIME0=$uptime_start \
   BM_INPLACE=$in_place BM_BARRIER=$barrier BM_TOL=$tolerance BM_SYSCALLS=$syscalls BM_COMMIT=$(git -C "$root" rev-parse --short HEAD 2>/dev/null) \
   BM_DIRTY=$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | wc -l) BM_START=$start_date \
-  "$py" - "$out_dir/meta.json" <<'PY'
-import json, os, sys
-e = os.environ
-defs = dict(l.split("=", 1) for l in e["BM_DEFS"].splitlines() if l)
-json.dump({"state": e["BM_STATE"], "command": e["BM_CMD"], "net": e["BM_NET"], "mode": e["BM_MODE"],
-           "list": e["BM_LIST"], "in_place": e["BM_INPLACE"] == "1", "barrier": e["BM_BARRIER"], "warmup": int(e["BM_WARMUP"]),
-           "iters": int(e["BM_ITERS"]), "rounds": int(e["BM_ROUNDS"]), "ranks": int(e["BM_RANKS"]),
-           "order": e["BM_ORDER"], "baseline": e["BM_BASELINE"], "contenders": e["BM_CONTENDERS"].split(),
-           "definitions": defs, "tolerance": float(e["BM_TOL"]), "syscalls": e["BM_SYSCALLS"] == "1", "build_dir": e["BM_BUILD"],
-           "commit": e["BM_COMMIT"], "uncommitted_changes": int(e["BM_DIRTY"] or 0), "started": e["BM_START"],
-           "host_cpus": os.cpu_count(), "loadavg_start": e["BM_LOAD0"], "uptime_start": e["BM_UPTIME0"],
-           "loadavg_end": open("/proc/loadavg").read().split()[:3] if e["BM_STATE"] == "complete" else None,
-           "uptime_end": os.popen("uptime").read().strip() if e["BM_STATE"] == "complete" else None},
-          open(sys.argv[1], "w"), indent=1)
-PY
+  BM_SCALE=$scale BM_WARMUP_CALLS=$warmup_calls "$py" "$root/scripts/bench/write_meta.py" "$2/meta.json"
 }
 
 # --- the rounds ----------------------------------------------------------------------------------------
@@ -374,16 +323,25 @@ n=${#contender_list[@]}
 load_start=$(loadavg)
 uptime_start=$(uptime)
 start_date=$(date -Iseconds)
-echo "$prog: $net, $mode ($list), $ranks ranks, $warmup warm-up + $iters timed, $rounds round(s), contenders ${contender_list[*]} (baseline $baseline); load average $load_start" >&2
-[ "$dry_run" = 1 ] || { echo "$prog: results in $out_dir" >&2; write_meta partial; : >"$out_dir/jobs.tsv"; }
+echo "$prog: $nets, $mode ($list), $ranks ranks, $warmup warm-up + $iters timed, $rounds round(s), contenders ${contender_list[*]} (baseline $baseline); load average $load_start" >&2
+if [ "$dry_run" = 0 ]; then
+  echo "$prog: results in $out_dir" >&2
+  for nt in "${net_list[@]}"; do set_net "$nt"; write_meta partial "$(net_dir "$nt")"; : >"$(net_dir "$nt")/jobs.tsv"; done
+fi
 failed=0
+nnets=${#net_list[@]}
 for ((r = 1; r <= rounds; r++)); do
+ for ((q = 0; q < nnets; q++)); do
+  # Networks rotate from round to round too, so that a slow drift of the machine spreads over them.
+  set_net "${net_list[$(((q + r - 1) % nnets))]}"
+  ndir=$(net_dir "$net")
+  [ "$nnets" = 1 ] || echo "$prog: [round $r/$rounds] network $net" >&2
   for ((k = 0; k < n; k++)); do
     if [ "$order" = rotate ]; then c=${contender_list[$(((k + r - 1) % n))]}; else c=${contender_list[$k]}; fi
-    dir=$out_dir/runs/r$r-$c
+    dir=$ndir/runs/r$r-$c
     if ! job_command "$c" "$dir"; then
       echo "$prog: [round $r/$rounds] $c skipped: $skip_reason" >&2
-      [ "$dry_run" = 1 ] || printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$c" skip 0 "$(loadavg)" "$skip_reason" >>"$out_dir/jobs.tsv"
+      [ "$dry_run" = 1 ] || printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$c" skip 0 "$(loadavg)" "$skip_reason" >>"$ndir/jobs.tsv"
       continue
     fi
     if [ "$dry_run" = 1 ]; then quote timeout -k 30 "$timeout_s" "${cmd[@]}"; continue; fi
@@ -396,7 +354,7 @@ for ((r = 1; r <= rounds; r++)); do
     timeout -k 30 "$timeout_s" "${cmd[@]}" </dev/null >"$dir/stdout" 2>"$dir/stderr"
     rc=$?
     secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$c" "$rc" "$secs" "$load" "" >>"$out_dir/jobs.tsv"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$c" "$rc" "$secs" "$load" "" >>"$ndir/jobs.tsv"
     if [ "$rc" -ne 0 ]; then
       failed=1
       why=$(grep -m2 -iE 'error|wrong|timed out' "$dir/stderr" | tr '\n' ' ')
@@ -406,10 +364,19 @@ for ((r = 1; r <= rounds; r++)); do
       echo "$prog: [round $r/$rounds] $c done in $secs s" >&2
     fi
   done
+ done
 done
 [ "$dry_run" = 1 ] && exit 0
 
-write_meta complete
-"$py" "$root/scripts/bench/summarize.py" "$out_dir" || failed=1
+tables=()
+for nt in "${net_list[@]}"; do
+  set_net "$nt"
+  ndir=$(net_dir "$nt")
+  write_meta complete "$ndir"
+  "$py" "$root/scripts/bench/summarize.py" "$ndir" || failed=1
+  [ "$plot" = 0 ] || "$py" "$root/scripts/bench/plot_cdf.py" "$ndir" >&2 || failed=1
+  tables+=("$ndir/table.md")
+done
+[ "$nnets" = 1 ] || for t in "${tables[@]}"; do cat "$t"; echo; done >"$out_dir/table.md"
 echo "$prog: results in $out_dir" >&2
 exit "$failed"

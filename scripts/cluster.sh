@@ -51,7 +51,7 @@
 # e.g.
 #   scripts/cluster.sh --hosts 4 --drop-host 2=10 --rate 1gbit --stats stats.json --mpirun -- \
 #     -x LD_PRELOAD=$PWD/build/lib/liboptireduce.so -x OPTIREDUCE_UCX_NET_DEVICES=eth0 \
-#     build/bin/optireduce-bench --sizes 16M
+#     build/bin/optireduce-bench latency --sizes 16M
 #
 # Cleanup: when the command ends, or on INT/TERM/HUP, every process in every namespace of the
 # cluster is killed and the namespaces, the hosts' /dev/shm directories and the temporary directory

@@ -29,7 +29,8 @@
 # rare slow call the profiles are about. The profiles were calibrated on the project's 2-core
 # machine so that Open MPI over TCP, 4 ranks, 4 MiB allreduce (the "tail probe", see
 # --measure-tail) shows P99/P50 of about 3 and 6; a quiet loopback there shows about 2. Load from
-# other users of the machine moves these figures: measure them with every result (compare.sh does).
+# other users of the machine moves these figures: measure them with every result (scripts/bench.sh
+# gives Open MPI's p99/p50 of each run: it is the baseline).
 #
 # WARNING: a network namespace isolates sockets only. Processes in it share /dev/shm, /tmp, the
 # host name and the file system with the host, so shared-memory transports never touch the lossy
@@ -40,7 +41,7 @@
 # e.g.
 #   scripts/netem.sh --profile loss-1 -- mpirun -np 4 --oversubscribe \
 #     --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
-#     -x LD_PRELOAD=$PWD/build/lib/liboptireduce.so -x OPTIREDUCE_UCX_TLS=tcp build/bin/optireduce-bench
+#     -x LD_PRELOAD=$PWD/build/lib/liboptireduce.so -x OPTIREDUCE_UCX_TLS=tcp build/bin/optireduce-bench latency
 set -uo pipefail
 
 prog=netem.sh
@@ -77,7 +78,7 @@ options (later ones override earlier ones):
                        4 MiB float32 allreduce, --probe-iters calls, max over ranks per call)
                        in the profile and print its P50, P99 and P99/P50 (JSON with --stats)
   --probe-iters N      calls the tail probe times (default 200)
-  --build-dir DIR      build whose bin/optireduce-itertime the probe runs (default build)
+  --build-dir DIR      build whose bin/optireduce-bench the probe runs (default build)
   --self-test          instead of a command: send UDP datagrams over the namespace's loopback,
                        count the drops (nftables counters and datagrams lost) and check the
                        measured rate against the configured one (default drop: 100 per mille)
@@ -124,8 +125,7 @@ set_profile() {
     loss-3) drop_ppm=30000 ;;
     # Calibrated on the project's 2-core machine while it was shared (load average 12-15): the
     # tail probe (--measure-tail, 200 calls) gave P99/P50 2.8 and 3.9 for tail-3, 6.6 and 5.6 for
-    # tail-6, 1.9-2.6 for clean. It drifts with the machine's load: compare.sh records it with
-    # every result.
+    # tail-6, 1.9-2.6 for clean. It drifts with the machine's load: measure it with every result.
     # lo shaped to 4 Gbit/s (tbf) and shared with bursts of many iperf3 streams, which fill the
     # tbf queue (up to --queue-ms) and take most of the link while they last.
     tail-3) drop_ppm=0; rate=4gbit; queue_ms=100; bg_flows=8; bg_rate=0; bg_burst=128M; bg_gap_ms=800 ;;
@@ -191,10 +191,10 @@ if [ "$measure_tail" = 1 ]; then
   [ "$self_test" = 0 ] || die_setup "--measure-tail and --self-test exclude each other"
   [ -n "$drop_ppm" ] || { drop_ppm=0; profile=clean; }
   here=$(cd "$(dirname "$0")" && pwd)
-  probe_sh=$here/compare/probe.sh
+  probe_sh=$here/bench/probe.sh
   [ -x "$probe_sh" ] || die_setup "--measure-tail needs $probe_sh"
   case "$build_dir" in /*) ;; *) build_dir=$(cd "$here/.." && pwd)/$build_dir ;; esac
-  [ -x "$build_dir/bin/optireduce-itertime" ] || die_setup "no $build_dir/bin/optireduce-itertime (build it, or pass --build-dir)"
+  [ -x "$build_dir/bin/optireduce-bench" ] || die_setup "no $build_dir/bin/optireduce-bench (build it, or pass --build-dir)"
   set -- "$probe_sh" "$build_dir" "$probe_iters"
 elif [ "$self_test" = 1 ]; then
   [ $# -eq 0 ] || die_setup "--self-test takes no command"

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "local_interfaces.hpp"
+#include "optireduce/datagram/connect_steps.hpp"
 #include "optireduce/datagram/probe.hpp"
 #include "optireduce/log.hpp"
 #include "path.hpp"
@@ -43,11 +44,7 @@ Status UdpTransport::read_addresses(const std::vector<std::vector<std::byte>>& b
 
 Status UdpTransport::connect(int self_rank, const std::vector<std::vector<std::byte>>& addresses,
                              Clock::time_point deadline) {
-  OR_CHECK(!connected_, invalid, "udp: connect called twice");
-  OR_CHECK(self_rank >= 0 && static_cast<std::size_t>(self_rank) < addresses.size(), invalid,
-           "udp: rank " + std::to_string(self_rank) + " of " + std::to_string(addresses.size()));
-  rank_ = self_rank;
-  ranks_ = static_cast<int>(addresses.size());
+  OR_RETURN_IF_ERROR(datagram::take_rank("udp", connected_, self_rank, addresses.size(), rank_, ranks_));
   std::vector<Address> all;
   OR_RETURN_IF_ERROR(read_addresses(addresses, all));
   OR_RETURN_IF_ERROR(open_path(all));
@@ -70,11 +67,8 @@ Status UdpTransport::open_path(const std::vector<Address>& all) {
   datagram_bytes_ = path.datagram_bytes;
   OR_CHECK(datagram_bytes_ > datagram::Header::kSize + ParityGroups(settings_.fec_group, 1).parity_room() + datagram::Header::kMaxEngineHeader, unavailable,
            "udp: datagrams of " + std::to_string(datagram_bytes_) + " bytes are too small");
-  if (settings_.authenticate) {
-    Status s;
-    authenticator_ = datagram::Authenticator::create(all[0].secret, rank_, ranks_, s);  // rank 0's secret keys the job
-    OR_RETURN_IF_ERROR(s);
-  }
+  // Rank 0's secret keys the job.
+  OR_RETURN_IF_ERROR(datagram::key_job(settings_.authenticate, all[0].secret, rank_, ranks_, authenticator_, sealer_, handshake_));
   std::vector<sockaddr_in> peers;
   windows_.clear();
   for (std::size_t r = 0; r < all.size(); ++r) {
@@ -82,8 +76,6 @@ Status UdpTransport::open_path(const std::vector<Address>& all) {
     peers.push_back(socket_address(e));
     windows_.emplace_back(datagram::receive_window_bytes(e.receive_buffer, datagram_bytes_, ranks_));
   }
-  sealer_ = datagram::Sealer(authenticator_.get(), rank_, ranks_);
-  handshake_ = datagram::Handshake(rank_, ranks_);
   dispatch_ = std::make_unique<datagram::ReceiveDispatch>(rank_, ranks_, authenticator_.get(), settings_.fec_group, datagram_bytes_);
   parity_ = ParityGroups(settings_.fec_group, ranks_);
   receive_ = std::make_unique<ReceivePath>(*dispatch_, peers, counters_);

@@ -32,10 +32,7 @@ constexpr auto kLongestWait = std::chrono::seconds(1);
 }  // namespace
 
 std::unique_ptr<Transport> make_udp_transport(const UdpSettings& settings, Status& status) {
-  auto t = std::make_unique<UdpTransport>(settings);
-  status = t->start();
-  if (!status.ok()) return nullptr;
-  return t;
+  return make_started<UdpTransport>(settings, status);
 }
 
 UdpTransport::UdpTransport(const UdpSettings& settings)

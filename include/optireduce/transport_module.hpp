@@ -70,6 +70,27 @@ inline void attach_module_log(const TransportHost& host) {
   log_sink().write.store(host.write_log, std::memory_order_release);
 }
 
+// For transports: a T made from its settings and started (T::start()); null with `status` saying why.
+template <typename T, typename Settings>
+std::unique_ptr<Transport> make_started(const Settings& settings, Status& status) {
+  auto t = std::make_unique<T>(settings);
+  status = t->start();
+  if (!status.ok()) return nullptr;
+  return t;
+}
+
+// For modules: the TransportModule of a transport whose settings are TransportSettings::*Settings,
+// made by Make(settings, status) and described by Describe(settings). A module's exported symbol
+// returns it.
+template <auto Settings, auto Make, auto Describe>
+const TransportModule* transport_module(const char* name) {
+  static const TransportModule module{
+      kTransportAbiVersion, name, &attach_module_log,
+      [](const TransportSettings& settings, Status& status) { return Make(settings.*Settings, status); },
+      [](const TransportSettings& settings) { return Describe(settings.*Settings); }};
+  return &module;
+}
+
 }  // namespace optireduce
 
 extern "C" {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# profile.sh: where the CPU of an allreduce job goes, per call. Runs optireduce-allreduce-bench
+# profile.sh: where the CPU of an allreduce job goes, per call. Runs optireduce-bench
 # with 4 ranks over TCP on this host's loopback (Open MPI ob1/tcp; OptiReduce contenders preloaded),
 # each rank under `perf record -e cpu-clock` (software clock: no hardware counters needed), then
 # sums every rank's samples by shared object and symbol (perf_by_symbol.py) and divides by the
@@ -23,5 +23,5 @@ echo "profile.sh: load average $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/loa
 # shellcheck disable=SC2016  # expanded by each rank's shell
 mpirun -np 4 --oversubscribe --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
   "${x[@]}" sh -c 'exec perf record -q -e cpu-clock -F 1000 -o "$0/perf.data.$OMPI_COMM_WORLD_RANK" "$@"' "$out" \
-  "$build/bin/optireduce-allreduce-bench" --warmup "$warmup" --iters "$iters" latency --sizes "$size" | tee "$out/bench.txt"
+  "$build/bin/optireduce-bench" --warmup "$warmup" --iters "$iters" latency --sizes "$size" | tee "$out/bench.txt"
 /usr/bin/python3 "$root/scripts/bench/perf_by_symbol.py" "$out" "$((warmup + iters))" | tee "$out/profile.md"

@@ -29,9 +29,13 @@ def load(path):
 
 
 def size_label(entry):
+    b = entry["buckets_bytes"]
+    if "model" in entry:
+        m = entry["model"]
+        return (f"{m['name']} x{m['scale']:g} ({len(b)} buckets, {sum(b) / (1 << 20):.4g} MiB, "
+                f"compute {entry['compute_ms']:.4g} ms)")
     if entry["name"] != "step":
         return entry["name"]
-    b = entry["buckets_bytes"]
     return f"step ({len(b)} buckets, {sum(b) / (1 << 20):.4g} MiB)"
 
 
@@ -190,7 +194,7 @@ def main():
 
     # --- table.md ---------------------------------------------------------------------------------
     m = meta
-    unit = "steps" if m.get("mode") in ("step", "buckets") else "calls"
+    unit = "steps" if m.get("mode") in ("step", "buckets", "model") else "calls"
     lines = [f"## bench: {m.get('net')}, {m.get('mode')}, {m.get('ranks')} ranks, {m.get('warmup')} warm-up + "
              f"{m.get('iters')} timed {unit}, {m.get('rounds')} rounds ({m.get('order')} order), baseline {base}"
              f"{', host barrier (nothing over the network)' if m.get('barrier') == 'host' else ''}",

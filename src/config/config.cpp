@@ -6,6 +6,8 @@
 #include <limits>
 #include <sstream>
 
+#include "optireduce/enumerator_name.hpp"
+
 extern char** environ;
 
 namespace optireduce {
@@ -25,14 +27,7 @@ const Parameter* find_parameter(const std::string& name) {
 
 }  // namespace
 
-const char* to_string(Mode mode) {
-  switch (mode) {
-    case Mode::bounded: return "bounded";
-    case Mode::reliable: return "reliable";
-    case Mode::off: return "off";
-  }
-  return "?";
-}
+const char* to_string(Mode mode) { return enumerator_name(mode, {"bounded", "reliable", "off"}); }
 
 const std::vector<ParameterInfo>& parameters() {
   static const std::vector<ParameterInfo> infos = [] {

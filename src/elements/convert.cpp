@@ -1,28 +1,20 @@
 #include "optireduce/elements/convert.hpp"
 
+#include "optireduce/cpu_features.hpp"
 #include "optireduce/elements/kernels.hpp"
+#include "optireduce/enumerator_name.hpp"
 
 namespace optireduce {
 
 using namespace elements_detail;
 
-const char* to_string(ConvertLevel level) {
-  switch (level) {
-    case ConvertLevel::scalar: return "scalar";
-    case ConvertLevel::f16c: return "f16c";
-    case ConvertLevel::avx512: return "avx512";
-  }
-  return "?";
-}
+const char* to_string(ConvertLevel level) { return enumerator_name(level, {"scalar", "f16c", "avx512"}); }
 
 ConvertLevel best_convert_level() {
-  static const ConvertLevel best = [] {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) return ConvertLevel::avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return ConvertLevel::f16c;
-    return ConvertLevel::scalar;
-  }();
-  return best;
+  const CpuFeatures& cpu = cpu_features();
+  if (cpu.avx512f && cpu.avx512bw) return ConvertLevel::avx512;
+  if (cpu.avx2 && cpu.f16c) return ConvertLevel::f16c;
+  return ConvertLevel::scalar;
 }
 
 namespace {

@@ -4,25 +4,20 @@
 #include <cmath>
 #include <vector>
 
+#include "optireduce/cpu_features.hpp"
+#include "optireduce/enumerator_name.hpp"
 #include "optireduce/hadamard/kernels.hpp"
 
 namespace optireduce {
 
 using namespace hadamard_detail;
 
-const char* to_string(SimdLevel level) {
-  switch (level) {
-    case SimdLevel::scalar: return "scalar";
-    case SimdLevel::avx2: return "avx2";
-    case SimdLevel::avx512: return "avx512";
-  }
-  return "?";
-}
+const char* to_string(SimdLevel level) { return enumerator_name(level, {"scalar", "avx2", "avx512"}); }
 
 SimdLevel best_simd_level() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) return SimdLevel::avx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return SimdLevel::avx2;
+  const CpuFeatures& cpu = cpu_features();
+  if (cpu.avx512f && cpu.avx512vl) return SimdLevel::avx512;
+  if (cpu.avx2 && cpu.fma) return SimdLevel::avx2;
   return SimdLevel::scalar;
 }
 

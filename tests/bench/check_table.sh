@@ -7,26 +7,41 @@
 #          contender's JSON and the run's meta say so, and the table's title
 #   wrong: --inject-wrong-result makes each contender's first call return one wrong entry: the
 #          driver must exit 1 and mark every contender WRONG (the check can fail)
-#   check_table.sh ok|host|wrong BENCH_SH BUILD_DIR OUT_DIR
+#   nets:  two networks in one run (--net shm,tcp) with --plot: a directory, a table and a latency
+#          CDF per network, and table.md joining the two tables
+#   check_table.sh ok|host|wrong|nets BENCH_SH BUILD_DIR OUT_DIR
 set -uo pipefail
 case=$1 bench=$2 build=$3 out=$4
 contenders="ompi or-reliable or-bounded"
+net=shm
+[ "$case" = nets ] && contenders="ompi or-reliable" net=shm,tcp
 rm -rf "$out"
-args=(--net shm --sizes 1M --warmup 3 --iters 3 --rounds 1 --ranks 2 --timeout 100 --contenders "$contenders"
+args=(--net "$net" --sizes 1M --warmup 3 --iters 3 --rounds 1 --ranks 2 --timeout 100 --contenders "$contenders"
       --build-dir "$build" --out-dir "$out")
 [ "$case" = wrong ] && args+=(--inject-wrong-result)
 [ "$case" = host ] && args+=(--barrier host)
+[ "$case" = nets ] && args+=(--plot)
 "$bench" "${args[@]}" >"$out.stdout" 2>"$out.stderr"
 rc=$?
 cat "$out.stdout"
 fail() { echo "FAIL: $*"; echo "--- stderr ---"; tail -n 20 "$out.stderr"; exit 1; }
 [ -s "$out/table.md" ] || fail "no table.md in $out"
-[ -s "$out/calls.csv" ] || fail "no calls.csv in $out"
 cmp -s "$out/table.md" <(sed -n '/^## bench/,$p' "$out.stdout" | head -c "$(wc -c <"$out/table.md")") \
   || fail "the table printed on stdout is not table.md"
+dirs=("$out")
+if [ "$case" = nets ]; then
+  dirs=("$out/shm" "$out/tcp")
+  [ "$(grep -c '^## bench: ' "$out/table.md")" -eq 2 ] || fail "table.md does not hold two tables"
+  for d in "${dirs[@]}"; do
+    grep -q "^## bench: $(basename "$d"), latency" "$d/table.md" || fail "$d/table.md is not the $(basename "$d") table"
+    [ "$(head -c 4 "$d/cdf-1M.png" | tail -c 3)" = PNG ] || fail "no latency CDF $d/cdf-1M.png"
+  done
+fi
 
+for dir in "${dirs[@]}"; do
+[ -s "$dir/calls.csv" ] || fail "no calls.csv in $dir"
 # The table's rows: | entry | contender | p50 | p99 | p50 ratio | p99 ratio | ... | not exact | calibrating | timed | check |
-rows() { awk -F'|' -v c="$1" '$2 ~ /^ 1M $/ && $3 == " " c " " { print }' "$out/table.md"; }
+rows() { awk -F'|' -v c="$1" '$2 ~ /^ 1M $/ && $3 == " " c " " { print }' "$dir/table.md"; }
 for c in $contenders; do
   row=$(rows "$c")
   [ -n "$row" ] || fail "no row for $c"
@@ -46,9 +61,11 @@ for c in $contenders; do
   fi
 done
 # The OptiReduce contenders must have run through the engine (a kind other than none).
-for c in or-reliable or-bounded; do
+for c in $contenders; do
+  [ "$c" = ompi ] && continue
   awk -F'|' '{ print $14 }' <<<"$(rows "$c")" | grep -qE 'exact|calibration|bounded|fallback' \
     || fail "$c: no timed call ran through the engine"
+done
 done
 if [ "$case" = host ]; then
   head -n 1 "$out/table.md" | grep -q 'host barrier' || fail "the table's title does not name the host barrier"

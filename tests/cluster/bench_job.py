@@ -1,5 +1,5 @@
 """What the cluster tests read of an optireduce-bench job: its JSON outputs, and the problems
-every such job must not have (the engine ran on every rank, its results match the MPI's)."""
+every such job must not have (the engine ran every call, every result is the exact sum)."""
 import json
 import os
 
@@ -11,9 +11,9 @@ def load(work, name):
 
 def bench_problems(bench):
     bad = []
-    for s in bench["sizes"]:
-        if s["engine_calls_min_over_ranks"] == 0:
-            bad.append(f"{s['bytes']} bytes: the engine did not run on every rank")
-        if not s["results_match"]:
-            bad.append(f"{s['bytes']} bytes: engine result differs from PMPI")
+    for e in bench["entries"]:
+        if e["kinds_all"]["none"] or e["kinds_all"]["mpi"]:
+            bad.append(f"{e['name']}: calls not run by the engine: {e['kinds_all']}")
+        if e["check"]["not_exact"] or e["check"]["failed"]:
+            bad.append(f"{e['name']}: {e['check']['not_exact']} result(s) not exact, {e['check']['failed']} failed call(s)")
     return bad

@@ -3,8 +3,8 @@
 # host, and with nothing but OPTIREDUCE_UCX_NET_DEVICES=eth0 the engine's UCX reaches the ranks of
 # its own host through shared memory and every other host over TCP on eth0, never through shared
 # memory. optireduce-bench with the library preloaded, exact engine calls (OPTIREDUCE_MODE=reliable:
-# the bench checks the engine against the MPI library bitwise). It must exit 0 in time and:
-#   - every size's results match and the engine ran on every rank;
+# the bench checks every result against the exact sum). It must exit 0 in time and:
+#   - every result is exact and the engine ran every call;
 #   - the report places the ranks on h0, h1, ... filling each host in order (the expected counts);
 #   - each rank's UCX lanes: tcp over eth0 (other hosts), plus shared memory exactly when its
 #     host holds another rank; nothing else (no tcp over lo);

@@ -1,4 +1,4 @@
-// The inputs of optireduce-allreduce-bench and the exact result they must sum to.
+// The inputs of optireduce-bench and the exact result they must sum to.
 //
 // Every rank fills entry i of call c with a small integer that depends on (rank, i, c). Sums of
 // small integers are exact in float32 in any order, so the exact result is known without any
@@ -6,7 +6,7 @@
 // exactly, except where a bounded call reports that it dropped contributions. "Exactly" compares
 // values: -0 equals +0 (the Hadamard transform's sign flips turn some zero sums into -0). The value changes
 // from call to call, so a contender that leaves a buffer unwritten or returns an earlier call's
-// result is caught too. scripts/bench/gloo_allreduce_bench.py implements the same formula: keep
+// result is caught too. scripts/bench/gloo_bench.py implements the same formula: keep
 // them in step.
 //
 //   key(i, c)        = (7 i + 13 floor(i / 4096) + 5 c) mod 33
@@ -15,15 +15,15 @@
 //
 // The floor(i / 4096) term breaks the period of 33 entries at every 4096, so a chunk written at
 // the wrong offset does not happen to hold the right values.
-#ifndef OPTIREDUCE_TOOLS_ALLREDUCE_BENCH_INPUTS_HPP
-#define OPTIREDUCE_TOOLS_ALLREDUCE_BENCH_INPUTS_HPP
+#ifndef OPTIREDUCE_TOOLS_BENCH_INPUTS_HPP
+#define OPTIREDUCE_TOOLS_BENCH_INPUTS_HPP
 
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
-namespace allreduce_bench {
+namespace optireduce::bench {
 
 constexpr unsigned kPeriod = 33;
 
@@ -99,6 +99,6 @@ inline float exact_entry(std::size_t i, int nranks, std::uint64_t call) {
   return static_cast<float>(s);
 }
 
-}  // namespace allreduce_bench
+}  // namespace optireduce::bench
 
 #endif

@@ -1,10 +1,10 @@
-// What OptiReduce did with each call of optireduce-allreduce-bench, read through its C API.
+// What OptiReduce did with each call of optireduce-bench, read through its C API.
 //
 // The bench is a plain MPI program: it is not linked to the library, so the same binary measures
 // Open MPI (run as is) and OptiReduce (run with LD_PRELOAD). When the library is loaded, its C
 // API is found with dlsym(RTLD_DEFAULT); otherwise every call is of kind "none" (not the engine).
-#ifndef OPTIREDUCE_TOOLS_ALLREDUCE_BENCH_ENGINE_HPP
-#define OPTIREDUCE_TOOLS_ALLREDUCE_BENCH_ENGINE_HPP
+#ifndef OPTIREDUCE_TOOLS_BENCH_ENGINE_PROBE_HPP
+#define OPTIREDUCE_TOOLS_BENCH_ENGINE_PROBE_HPP
 
 #include <mpi.h>
 
@@ -15,7 +15,7 @@
 
 #include "optireduce/optireduce.h"
 
-namespace allreduce_bench {
+namespace optireduce::bench {
 
 // Kinds of a call, as counted in the JSON ("none": the call did not run through the engine:
 // Open MPI, Gloo, or a call the library passed to PMPI_Allreduce).
@@ -88,6 +88,6 @@ class EngineProbe {
   std::uint64_t last_sequence_ = 0;
 };
 
-}  // namespace allreduce_bench
+}  // namespace optireduce::bench
 
 #endif
