@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Randomized fault schedules against the engine, beyond the few hundred seeds CI runs
+# Randomized fault schedules against the engine (CI runs none until a load-dependent disagreement
+# is fixed; see tests/schedules/CMakeLists.txt)
 # (tests/schedules: ranks as threads over an in-process datagram network that loses, cuts,
 # doubles and reorders messages, deschedules ranks and makes them enter late).
 #   scripts/schedules.sh --seeds N [--from S] [--jobs J]   N seeds from S (default 1), J at a time (default 4)
