@@ -36,7 +36,8 @@ std::unique_ptr<Transport> make_udp_transport(const UdpSettings& settings, Statu
 }
 
 UdpTransport::UdpTransport(const UdpSettings& settings)
-    : settings_(settings), bucket_(settings.rate_bits_per_s / 8, burst_bytes(settings.rate_bits_per_s / 8)) {}
+    : DatagramTransport("udp", datagram::TokenBucket(settings.rate_bits_per_s / 8, burst_bytes(settings.rate_bits_per_s / 8))),
+      settings_(settings) {}
 
 // One socket per usable interface (or only the named one), each bound before connect() so its
 // port can travel in the address; connect() keeps the one the path needs.
@@ -184,10 +185,5 @@ void UdpTransport::suggest_pace(double bytes_per_s) {
   bucket_.configure(kPaceHeadroom * bytes_per_s, burst_bytes(kPaceHeadroom * bytes_per_s));
 }
 
-TransportCounters UdpTransport::counters() const {
-  TransportCounters c = counters_;
-  c.pace_bytes_per_s = bucket_.rate();
-  return c;
-}
 
 }  // namespace optireduce::udp
