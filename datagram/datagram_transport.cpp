@@ -43,6 +43,15 @@ std::string DatagramTransport::authentication_mismatch(std::size_t rank, bool th
          ", rank " + std::to_string(rank_) + " " + (ours ? "on" : "off") + ")";
 }
 
+TransportTraits DatagramTransport::traits() const {
+  TransportTraits t;
+  t.reliable = false;
+  t.ordered = false;
+  t.can_abandon_sends = true;
+  t.max_message_bytes = max_message_bytes();
+  return t;
+}
+
 TransportCounters DatagramTransport::counters() const {
   TransportCounters c = counters_;
   c.pace_bytes_per_s = bucket_.rate();

@@ -26,6 +26,8 @@ class DatagramTransport : public Transport, protected ControlReplies {
  public:
   std::vector<std::byte> local_address() const override { return address_; }
   Status connect(int self_rank, const std::vector<std::vector<std::byte>>& addresses, Clock::time_point deadline) final;
+  // Unreliable, unordered, queued sends abandonable: what every datagram transport is.
+  TransportTraits traits() const final;
   TransportCounters counters() const override;
 
  protected:
@@ -40,6 +42,8 @@ class DatagramTransport : public Transport, protected ControlReplies {
   virtual void greet(const std::vector<int>& peers) = 0;
   virtual void probe_progress() = 0;
   virtual void probe_wait(Clock::time_point until) = 0;
+  // The largest engine header and payload one datagram carries on the connected path.
+  virtual std::size_t max_message_bytes() const = 0;
 
   // Every rank's address decoded (by the decode() of the address's own namespace), each checked to
   // tag as this rank does (`authenticate`): a rank that does not would see every datagram rejected.

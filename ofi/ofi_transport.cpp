@@ -149,14 +149,6 @@ void OfiTransport::probe_progress() {
   flush_sends();
 }
 
-TransportTraits OfiTransport::traits() const {
-  TransportTraits t;
-  t.reliable = false;
-  t.ordered = false;
-  t.can_abandon_sends = true;
-  t.max_message_bytes = max_message_;
-  return t;
-}
 
 std::string OfiTransport::describe() const { return endpoint_ ? endpoint_->describe() : "ofi (not connected)"; }
 

@@ -159,14 +159,9 @@ bool UdpTransport::wait(Clock::time_point until) {
   return n != 0 && (n < 0 || (pfd.revents & (POLLIN | POLLERR)) != 0);
 }
 
-TransportTraits UdpTransport::traits() const {
-  TransportTraits t;
-  t.reliable = false;
-  t.ordered = false;
-  t.can_abandon_sends = true;
+std::size_t UdpTransport::max_message_bytes() const {
   const std::size_t overhead = datagram::Header::kSize + parity_.parity_room();
-  t.max_message_bytes = datagram_bytes_ > overhead ? datagram_bytes_ - overhead : 0;
-  return t;
+  return datagram_bytes_ > overhead ? datagram_bytes_ - overhead : 0;
 }
 
 std::string UdpTransport::describe() const {

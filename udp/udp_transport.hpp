@@ -33,7 +33,6 @@ class UdpTransport final : public datagram::DatagramTransport {
   std::size_t sends_in_flight(int peer) const override;
   bool abandon_queued_sends() override;
   Status poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override;
-  TransportTraits traits() const override;
   std::string describe() const override;
   void suggest_pace(double bytes_per_s) override;
 
@@ -51,6 +50,7 @@ class UdpTransport final : public datagram::DatagramTransport {
   void greet(const std::vector<int>& peers) override;
   void probe_progress() override { progress(); }
   void probe_wait(Clock::time_point until) override { wait(until); }
+  std::size_t max_message_bytes() const override;
   void progress(bool readable = true);
   bool wait(Clock::time_point until);
 
