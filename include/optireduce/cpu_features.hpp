@@ -3,6 +3,10 @@
 // it and never runs one the CPU lacks.
 #pragma once
 
+#include <algorithm>
+#include <array>
+#include <cstddef>
+
 namespace optireduce {
 
 struct CpuFeatures {
@@ -24,5 +28,25 @@ inline const CpuFeatures& cpu_features() {
   }();
   return features;
 }
+
+// The three kernel sets of a dispatch, by a level enum ordered { scalar, <middle>, avx512 }: the
+// best level this CPU runs, and the set for a requested level, lowered to that best.
+template <typename Level, typename Kernels>
+class KernelLevels {
+  static_assert(Level::scalar == Level{0} && Level::avx512 == Level{2});
+
+ public:
+  KernelLevels(bool runs_middle, bool runs_avx512, Kernels scalar, Kernels middle, Kernels avx512)
+      : best_(runs_avx512 ? Level::avx512 : runs_middle ? Level{1} : Level::scalar), sets_{scalar, middle, avx512} {}
+
+  Level best() const { return best_; }
+  const Kernels& at(Level asked) const {
+    return sets_[static_cast<std::size_t>(std::clamp(asked, Level::scalar, best_))];
+  }
+
+ private:
+  Level best_;
+  std::array<Kernels, 3> sets_;
+};
 
 }  // namespace optireduce

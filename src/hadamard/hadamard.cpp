@@ -14,13 +14,6 @@ using namespace hadamard_detail;
 
 const char* to_string(SimdLevel level) { return enumerator_name(level, {"scalar", "avx2", "avx512"}); }
 
-SimdLevel best_simd_level() {
-  const CpuFeatures& cpu = cpu_features();
-  if (cpu.avx512f && cpu.avx512vl) return SimdLevel::avx512;
-  if (cpu.avx2 && cpu.fma) return SimdLevel::avx2;
-  return SimdLevel::scalar;
-}
-
 namespace {
 
 std::uint64_t splitmix64(std::uint64_t x) {
@@ -30,13 +23,11 @@ std::uint64_t splitmix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-const Kernels& kernels(SimdLevel level) {
-  static const Kernels scalar = scalar_kernels(), avx2 = avx2_kernels(), avx512 = avx512_kernels();
-  // Never run a level the CPU lacks, whatever was asked.
-  static const SimdLevel best = best_simd_level();
-  if (level == SimdLevel::avx512 && best == SimdLevel::avx512) return avx512;
-  if (level != SimdLevel::scalar && best != SimdLevel::scalar) return avx2;
-  return scalar;
+const KernelLevels<SimdLevel, Kernels>& levels() {
+  static const KernelLevels<SimdLevel, Kernels> levels(cpu_features().avx2 && cpu_features().fma,
+                                                       cpu_features().avx512f && cpu_features().avx512vl,
+                                                       scalar_kernels(), avx2_kernels(), avx512_kernels());
+  return levels;
 }
 
 // ±1 for each of `n` coordinates, from the seed; cached per thread for the last (seed, n).
@@ -67,7 +58,7 @@ float* scratch(std::uint32_t block) {
 
 template <bool Encode>
 void transform(const float* in, float* out, std::uint64_t n, std::uint64_t seed, const HadamardOptions& options) {
-  const Kernels& k = kernels(options.simd);
+  const Kernels& k = levels().at(options.simd);
   const std::uint32_t B = 1u << options.block_log2;
   const std::uint64_t blocks = n / B;
   if (blocks) {
@@ -86,6 +77,8 @@ void transform(const float* in, float* out, std::uint64_t n, std::uint64_t seed,
 }
 
 }  // namespace
+
+SimdLevel best_simd_level() { return levels().best(); }
 
 std::uint64_t hadamard_seed(std::uint64_t comm_id, std::uint64_t call, std::uint64_t range_index) {
   return splitmix64(splitmix64(comm_id ^ splitmix64(call)) ^ range_index);
