@@ -61,20 +61,35 @@ int reduce_scatter(const char* name, const void* sendbuf, void* recvbuf, const B
   return why ? pass_through(*why, forward, OPTIREDUCE_COLLECTIVE_REDUCE_SCATTER) : rc;
 }
 
+// One body for the int and MPI_Count (_c) entry point of each form; `pmpi` is the MPI's own.
+template <typename Count>
+int reduce_scatter_block(const char* name, int (*pmpi)(const void*, void*, Count, MPI_Datatype, MPI_Op, MPI_Comm),
+                         const void* sendbuf, void* recvbuf, Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  return reduce_scatter(name, sendbuf, recvbuf, BlockCounts::every(recvcount), datatype, op, comm,
+                        [&] { return pmpi(sendbuf, recvbuf, recvcount, datatype, op, comm); });
+}
+
+template <typename Count>
+int reduce_scatter_vector(const char* name, int (*pmpi)(const void*, void*, const Count*, MPI_Datatype, MPI_Op, MPI_Comm),
+                          const void* sendbuf, void* recvbuf, const Count* recvcounts, MPI_Datatype datatype, MPI_Op op,
+                          MPI_Comm comm) {
+  return reduce_scatter(name, sendbuf, recvbuf, BlockCounts::per_rank(recvcounts), datatype, op, comm,
+                        [&] { return pmpi(sendbuf, recvbuf, recvcounts, datatype, op, comm); });
+}
+
 }  // namespace
 
 extern "C" {
 
 int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
                              MPI_Comm comm) {
-  return reduce_scatter("MPI_Reduce_scatter_block", sendbuf, recvbuf, BlockCounts::every(recvcount), datatype, op, comm,
-                        [&] { return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm); });
+  return reduce_scatter_block("MPI_Reduce_scatter_block", PMPI_Reduce_scatter_block, sendbuf, recvbuf, recvcount, datatype,
+                              op, comm);
 }
 
 int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
                        MPI_Comm comm) {
-  return reduce_scatter("MPI_Reduce_scatter", sendbuf, recvbuf, BlockCounts::per_rank(recvcounts), datatype, op, comm,
-                        [&] { return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm); });
+  return reduce_scatter_vector("MPI_Reduce_scatter", PMPI_Reduce_scatter, sendbuf, recvbuf, recvcounts, datatype, op, comm);
 }
 
 int MPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
@@ -92,14 +107,14 @@ int MPI_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts
 #if MPI_VERSION >= 4
 int MPI_Reduce_scatter_block_c(const void* sendbuf, void* recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op,
                                MPI_Comm comm) {
-  return reduce_scatter("MPI_Reduce_scatter_block_c", sendbuf, recvbuf, BlockCounts::every(recvcount), datatype, op, comm,
-                        [&] { return PMPI_Reduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm); });
+  return reduce_scatter_block("MPI_Reduce_scatter_block_c", PMPI_Reduce_scatter_block_c, sendbuf, recvbuf, recvcount,
+                              datatype, op, comm);
 }
 
 int MPI_Reduce_scatter_c(const void* sendbuf, void* recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op,
                          MPI_Comm comm) {
-  return reduce_scatter("MPI_Reduce_scatter_c", sendbuf, recvbuf, BlockCounts::per_rank(recvcounts), datatype, op, comm,
-                        [&] { return PMPI_Reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm); });
+  return reduce_scatter_vector("MPI_Reduce_scatter_c", PMPI_Reduce_scatter_c, sendbuf, recvbuf, recvcounts, datatype, op,
+                               comm);
 }
 #endif
 
