@@ -32,11 +32,12 @@ ApplyParameter byte_range(std::uint64_t Config::*field, std::uint64_t lo, std::u
   };
 }
 
-ApplyParameter integer_range(std::uint64_t Config::*field, std::uint64_t lo, std::uint64_t hi) {
+template <typename Field>
+ApplyParameter integer_range(Field Config::*field, std::uint64_t lo, std::uint64_t hi) {
   return [=](Config& c, const std::string& v) {
     std::uint64_t n = 0;
     if (!parse_plain_integer(v, n) || n < lo || n > hi) return false;
-    c.*field = n;
+    c.*field = static_cast<Field>(n);
     return true;
   };
 }
@@ -142,12 +143,7 @@ const std::vector<Parameter>& engine_parameters() {
         "over a datagram transport (udp, ofi), how many times a bounded call's phase asks the senders again for the "
         "chunks it lacks, once every sender's last chunks are in and within the phase's deadline; 0: what the network "
         "loses stays lost"},
-       [](Config& c, const std::string& v) {
-         std::uint64_t n = 0;
-         if (!parse_plain_integer(v, n) || n > kMaxResendRounds) return false;
-         c.resend_rounds = static_cast<unsigned>(n);
-         return true;
-       }},
+       integer_range(&Config::resend_rounds, 0, kMaxResendRounds)},
       {{"OPTIREDUCE_HADAMARD", "auto", "on, off, auto",
         "randomized Hadamard transform of bounded calls, which turns a lost chunk into small noise spread over many "
         "coordinates; auto: on while the communicator has recently lost data"},
@@ -168,12 +164,7 @@ const std::vector<Parameter>& engine_parameters() {
       {{"OPTIREDUCE_CALIBRATION_CALLS", std::to_string(defaults::kCalibrationCalls), "1 to 100000",
         "exact calls whose times calibrate the deadlines of a communicator's first size class (power-of-two byte "
         "range); each later size class, and each recalibration, takes the smaller of this and 8"},
-       [](Config& c, const std::string& v) {
-         std::uint64_t n = 0;
-         if (!parse_plain_integer(v, n) || n < 1 || n > 100000) return false;
-         c.calibration_calls = static_cast<unsigned>(n);
-         return true;
-       }},
+       integer_range(&Config::calibration_calls, 1, 100000)},
   };
   return table;
 }
