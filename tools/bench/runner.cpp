@@ -135,7 +135,9 @@ EntryResult Runner::run(const Entry& entry) {
       r.bytes.push_back(buckets[b]);
       r.entries.push_back(infos[b].entries);
       r.dropped.push_back(infos[b].dropped_entries);
-      r.digest.push_back(opt_.check ? digest(out, send[b].size()) : 0);
+      // A failed call's buffer holds nothing agreed: it counts as failed, not as diverged (a call that
+      // failed on some ranks only differs from the others' digests).
+      r.digest.push_back(opt_.check && rcs[b] == MPI_SUCCESS ? digest(out, send[b].size()) : 0);
     }
   }
   combine(r);
