@@ -60,6 +60,8 @@ void serve_or_forward(const MPI_Fint* datatype, const MPI_Fint* op, const MPI_Fi
 
 }  // namespace optireduce::pmpi
 
-// One wrapper per mangled name of the Fortran compilers (lower, lower_, lower__, UPPER).
+// One wrapper per mangled name of the Fortran compilers (lower, lower_, lower__, UPPER), and one
+// for `use mpi_f08` (Open MPI's lower_f08_: the same arguments, handles are one-integer derived
+// types, ierror optional).
 #define OR_FORTRAN_ALL_MANGLINGS(MACRO, lower, upper) \
-  MACRO(lower) MACRO(lower##_) MACRO(lower##__) MACRO(upper)
+  MACRO(lower) MACRO(lower##_) MACRO(lower##__) MACRO(upper) MACRO(lower##_f08_)

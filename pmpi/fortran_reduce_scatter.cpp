@@ -78,8 +78,3 @@ OR_FORTRAN_ALL_MANGLINGS(OR_FORTRAN_REDUCE_SCATTER_BLOCK, mpi_reduce_scatter_blo
 OR_FORTRAN_ALL_MANGLINGS(OR_FORTRAN_REDUCE_SCATTER_V, mpi_reduce_scatter, MPI_REDUCE_SCATTER)
 OR_FORTRAN_ALL_MANGLINGS(OR_FORTRAN_IREDUCE_SCATTER_BLOCK, mpi_ireduce_scatter_block, MPI_IREDUCE_SCATTER_BLOCK)
 OR_FORTRAN_ALL_MANGLINGS(OR_FORTRAN_IREDUCE_SCATTER_V, mpi_ireduce_scatter, MPI_IREDUCE_SCATTER)
-// `use mpi_f08` (Open MPI): same arguments, handles are one-integer derived types, ierror optional.
-OR_FORTRAN_REDUCE_SCATTER_BLOCK(mpi_reduce_scatter_block_f08_)
-OR_FORTRAN_REDUCE_SCATTER_V(mpi_reduce_scatter_f08_)
-OR_FORTRAN_IREDUCE_SCATTER_BLOCK(mpi_ireduce_scatter_block_f08_)
-OR_FORTRAN_IREDUCE_SCATTER_V(mpi_ireduce_scatter_f08_)

@@ -39,7 +39,7 @@ bool decode_endpoint(Cursor& c, Endpoint& e) {
   const std::size_t name_bytes = r.get<std::uint8_t>();
   if (!c.has(name_bytes) || e.prefix > 32 || e.port == 0) return false;
   const auto* name = reinterpret_cast<const char*>(c.take(name_bytes));
-  e.iface.assign(name, name_bytes);
+  e.name.assign(name, name_bytes);
   return true;
 }
 
@@ -47,7 +47,7 @@ bool decode_endpoint(Cursor& c, Endpoint& e) {
 
 std::vector<std::byte> encode(const Address& address) {
   std::size_t bytes = kFixedBytes;
-  for (const auto& e : address.endpoints) bytes += kEndpointFixedBytes + std::min<std::size_t>(e.iface.size(), 255);
+  for (const auto& e : address.endpoints) bytes += kEndpointFixedBytes + std::min<std::size_t>(e.name.size(), 255);
   std::vector<std::byte> out(bytes);
   ByteWriter w(out.data());
   w.put<std::uint8_t>(Address::kVersion)
@@ -57,11 +57,11 @@ std::vector<std::byte> encode(const Address& address) {
   w = ByteWriter(p + datagram::HostIdentity::kSize);
   w.put<std::uint8_t>(static_cast<std::uint8_t>(address.endpoints.size()));
   for (const auto& e : address.endpoints) {
-    const std::size_t name_bytes = std::min<std::size_t>(e.iface.size(), 255);
+    const std::size_t name_bytes = std::min<std::size_t>(e.name.size(), 255);
     w.put<std::uint32_t>(e.ip).put<std::uint16_t>(e.port).put<std::uint8_t>(e.prefix);
     w.put<std::uint8_t>(e.loopback ? 1 : 0).put<std::uint32_t>(e.mtu).put<std::uint32_t>(e.receive_buffer);
     w.put<std::uint8_t>(static_cast<std::uint8_t>(name_bytes));
-    w = ByteWriter(std::copy_n(reinterpret_cast<const std::byte*>(e.iface.data()), name_bytes, w.at()));
+    w = ByteWriter(std::copy_n(reinterpret_cast<const std::byte*>(e.name.data()), name_bytes, w.at()));
   }
   return out;
 }

@@ -15,18 +15,15 @@
 #include <vector>
 
 #include "optireduce/datagram/authenticator.hpp"
+#include "local_interfaces.hpp"
 #include "optireduce/datagram/host_identity.hpp"
 #include "optireduce/status.hpp"
 
 namespace optireduce::udp {
 
-struct Endpoint {
-  std::string iface;
-  std::uint32_t ip = 0;  // host byte order
+// One of a rank's interfaces (its name, address, subnet, MTU) with the socket bound on it.
+struct Endpoint : LocalInterface {
   std::uint16_t port = 0;
-  std::uint8_t prefix = 0;
-  bool loopback = false;
-  std::uint32_t mtu = 0;
   std::uint32_t receive_buffer = 0;  // what the kernel granted this endpoint's socket: sizes its senders' windows
 };
 

@@ -72,7 +72,7 @@ Status choose_path(const std::vector<Address>& ranks, const std::string& iface, 
   OR_CHECK(!ranks.empty(), invalid, "udp: no ranks");
   std::string lacking;
   if (!iface.empty()) {
-    auto named = [&](const Endpoint& e) { return e.iface == iface; };
+    auto named = [&](const Endpoint& e) { return e.name == iface; };
     OR_CHECK(pick_all(ranks, named, out.endpoint, lacking), unavailable,
              "OPTIREDUCE_UDP_IFACE=\"" + iface + "\": ranks " + lacking + " have no IPv4 address on it");
   } else if (one_host(ranks)) {

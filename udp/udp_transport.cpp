@@ -58,7 +58,7 @@ Status UdpTransport::start() {
     c.socket.size_send_buffer(kWantedSendBufferBytes);
     c.socket.enable_gro();
     const auto granted = c.socket.size_receive_buffer(kWantedReceiveBufferBytes);
-    c.endpoint = {li.name, li.ip, c.socket.port(), li.prefix, li.loopback, li.mtu, static_cast<std::uint32_t>(granted)};
+    c.endpoint = {li, c.socket.port(), static_cast<std::uint32_t>(granted)};
     candidates_.push_back(std::move(c));
   }
   OR_CHECK(!candidates_.empty(), unavailable,
@@ -170,7 +170,7 @@ TransportTraits UdpTransport::traits() const {
 
 std::string UdpTransport::describe() const {
   if (!connected_) return "udp (not connected)";
-  std::string d = "udp " + endpoint_.iface;
+  std::string d = "udp " + endpoint_.name;
   const std::string fec = parity_.enabled() ? " fec " + std::to_string(settings_.fec_group) : "";
   if (sender_->gso()) {
     const std::size_t run = std::min(kMaxGsoSegments, kMaxUdpPayload / datagram_bytes_);

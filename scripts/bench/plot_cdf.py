@@ -42,8 +42,10 @@ def main():
         ax.set_title(f"{entry}: {meta.get('net')}, {meta.get('ranks')} ranks, {meta.get('rounds')} rounds", fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8, loc="lower right")
-        fig.text(0.01, 0.01, f"{meta.get('started', '')[:10]}; load {meta.get('loadavg_start')}; `{meta.get('command')}`",
-                 fontsize=5, alpha=0.7)
+        load_end = meta.get("loadavg_end")
+        load = f"load {meta.get('loadavg_start')}" + (f" to {' '.join(load_end)}" if load_end else "")
+        fig.text(0.01, 0.01, f"{meta.get('started', '')[:10]}, {meta.get('host_cpus')} CPUs, {load}; "
+                 f"`{meta.get('command')}`", fontsize=5, alpha=0.7)
         fig.tight_layout(rect=(0, 0.03, 1, 1))
         path = os.path.join(out, f"cdf-{entry.replace('/', '-')}.png")
         fig.savefig(path, dpi=120)

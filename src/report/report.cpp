@@ -59,10 +59,16 @@ std::string quantiles(const LatencySummary& q) {
   return "{\"p50\": " + number(q.p50) + ", \"p99\": " + number(q.p99) + ", \"max\": " + number(q.max) + "}";
 }
 
-std::string reasons(const StatsSnapshot& s) {
+// {"name": count, ...} over the first n values of an enum, each named by its to_string.
+template <typename Enum, typename CountOf>
+std::string counts_by_name(std::size_t n, CountOf count_of) {
   std::map<std::string, unsigned long long> counts;
-  for (std::size_t i = 0; i < kPassReasons; ++i) counts[to_string(static_cast<PassReason>(i))] = s.passthrough_by_reason[i];
+  for (std::size_t i = 0; i < n; ++i) counts[to_string(static_cast<Enum>(i))] = count_of(i);
   return object(counts);
+}
+
+std::string reasons(const StatsSnapshot& s) {
+  return counts_by_name<PassReason>(kPassReasons, [&](std::size_t i) { return s.passthrough_by_reason[i]; });
 }
 
 // {"allreduce": {"float32": n, "float16": n, "bfloat16": n}, "reduce_scatter": {...}}: the
@@ -71,21 +77,18 @@ std::string operations(const StatsSnapshot& s) {
   std::ostringstream o;
   o << "{";
   for (std::size_t c = 0; c < kCollectives; ++c) {
-    std::map<std::string, unsigned long long> counts;
-    for (std::size_t f = 0; f < kElementFormats; ++f) {
-      const CallShape shape{static_cast<Collective>(c), static_cast<ElementFormat>(f)};
-      counts[to_string(shape.format)] = s.intercepted_by_shape[shape.index()];
-    }
-    o << (c ? ", " : "") << quoted(to_string(static_cast<Collective>(c))) << ": " << object(counts);
+    const auto collective = static_cast<Collective>(c);
+    o << (c ? ", " : "") << quoted(to_string(collective)) << ": "
+      << counts_by_name<ElementFormat>(kElementFormats, [&](std::size_t f) {
+           return s.intercepted_by_shape[CallShape{collective, static_cast<ElementFormat>(f)}.index()];
+         });
   }
   o << "}";
   return o.str();
 }
 
 std::string passthrough_operations(const StatsSnapshot& s) {
-  std::map<std::string, unsigned long long> counts;
-  for (std::size_t c = 0; c < kCollectives; ++c) counts[to_string(static_cast<Collective>(c))] = s.passthrough_by_collective[c];
-  return object(counts);
+  return counts_by_name<Collective>(kCollectives, [&](std::size_t c) { return s.passthrough_by_collective[c]; });
 }
 
 std::string size_classes(const StatsSnapshot& s) {

@@ -17,9 +17,9 @@ datagram::HostIdentity host(int n) {
   return h;
 }
 
-Endpoint loopback(std::uint16_t port) { return {"lo", 0x7f000001u, port, 8, true, 65536, 1u << 20}; }
+Endpoint loopback(std::uint16_t port) { return {{"lo", 0x7f000001u, 8, 65536, true}, port, 1u << 20}; }
 Endpoint eth(const char* name, std::uint32_t ip, std::uint8_t prefix, std::uint32_t mtu, std::uint16_t port = 5000) {
-  return {name, ip, port, prefix, false, mtu, 1u << 20};
+  return {{name, ip, prefix, mtu, false}, port, 1u << 20};
 }
 
 Address rank(int on_host, std::vector<Endpoint> endpoints) {
@@ -39,7 +39,7 @@ TEST(UdpAddress, RoundTripsEveryField) {
   EXPECT_EQ(b.secret, a.secret);
   EXPECT_TRUE(b.host.same_as(a.host));
   ASSERT_EQ(b.endpoints.size(), 2u);
-  EXPECT_EQ(b.endpoints[1].iface, "eth0");
+  EXPECT_EQ(b.endpoints[1].name, "eth0");
   EXPECT_EQ(b.endpoints[1].ip, 0x0a000002u);
   EXPECT_EQ(b.endpoints[1].port, 4001);
   EXPECT_EQ(b.endpoints[1].prefix, 24);
