@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <fstream>
 
-#include "optireduce/datagram/connect_steps.hpp"
-#include "optireduce/datagram/probe.hpp"
 #include "optireduce/log.hpp"
 
 namespace optireduce::ofi {
@@ -33,8 +31,10 @@ std::unique_ptr<Transport> make_ofi_transport(const OfiSettings& settings, Statu
 }
 
 OfiTransport::OfiTransport(const OfiSettings& settings)
-    : settings_(settings),
-      bucket_(settings.rate_bits_per_s > 0 ? settings.rate_bits_per_s / 8 : kDefaultPaceBytesPerS, kBurstBytes) {}
+    : DatagramTransport("ofi", datagram::TokenBucket(settings.rate_bits_per_s > 0 ? settings.rate_bits_per_s / 8
+                                                                                  : kDefaultPaceBytesPerS,
+                                                     kBurstBytes)),
+      settings_(settings) {}
 
 OfiTransport::~OfiTransport() = default;
 
@@ -63,18 +63,6 @@ Status OfiTransport::start() {
   mine.host = datagram::this_host();
   for (const auto& e : candidates_) (e->loopback ? mine.loopback : mine.outward) = e->name;
   address_ = encode(mine);
-  return Status::Ok();
-}
-
-Status OfiTransport::read_addresses(const std::vector<std::vector<std::byte>>& blobs, std::vector<OfiAddress>& out) const {
-  out.assign(blobs.size(), {});
-  for (std::size_t r = 0; r < blobs.size(); ++r) {
-    const Status s = decode(blobs[r], out[r]);
-    OR_CHECK(s.ok(), invalid, "rank " + std::to_string(r) + ": " + s.message());
-    OR_CHECK(out[r].authenticate == settings_.authenticate, invalid,
-             "OPTIREDUCE_AUTH differs between ranks (rank " + std::to_string(r) + " has it " +
-                 (out[r].authenticate ? "on" : "off") + ")");
-  }
   return Status::Ok();
 }
 
@@ -118,7 +106,7 @@ Status OfiTransport::configure(const std::vector<OfiAddress>& all, bool use_loop
     rank_of_[addresses_[static_cast<std::size_t>(r)]] = r;
   }
   // Rank 0's secret keys the job.
-  OR_RETURN_IF_ERROR(datagram::key_job(settings_.authenticate, all[0].secret, rank_, ranks_, authenticator_, sealer_, handshake_));
+  OR_RETURN_IF_ERROR(key_job(settings_.authenticate, all[0].secret));
   windows_.assign(static_cast<std::size_t>(ranks_),
                   datagram::FlowWindow(datagram::receive_window_bytes(provider_receive_buffer(), max_datagram_, ranks_)));
   dispatch_ = std::make_unique<datagram::ReceiveDispatch>(rank_, ranks_, authenticator_.get(), settings_.fec_group, max_datagram_);
@@ -140,16 +128,12 @@ Status OfiTransport::post_receives() {
   return Status::Ok();
 }
 
-Status OfiTransport::connect(int self_rank, const std::vector<std::vector<std::byte>>& addresses,
-                             Clock::time_point deadline) {
-  OR_RETURN_IF_ERROR(datagram::take_rank("ofi", connected_, self_rank, addresses.size(), rank_, ranks_));
+Status OfiTransport::open_paths(const std::vector<std::vector<std::byte>>& addresses) {
   std::vector<OfiAddress> all;
-  OR_RETURN_IF_ERROR(read_addresses(addresses, all));
+  OR_RETURN_IF_ERROR(read_addresses(addresses, settings_.authenticate, all));
   bool use_loopback = false;
   OR_RETURN_IF_ERROR(choose_endpoint(all, use_loopback));
-  OR_RETURN_IF_ERROR(configure(all, use_loopback));
-  connected_ = true;
-  return probe(deadline);
+  return configure(all, use_loopback);
 }
 
 void OfiTransport::greet(const std::vector<int>& peers) {
@@ -160,27 +144,11 @@ void OfiTransport::greet(const std::vector<int>& peers) {
   flush_sends();
 }
 
-// A datagram to a rank not yet polling waits in its socket buffer; data that arrives meanwhile
-// is kept for the first poll().
-Status OfiTransport::probe(Clock::time_point deadline) {
-  const datagram::ProbeSteps steps{[this](const std::vector<int>& peers) { greet(peers); },
-                                   [this] {
-                                     drain_receives();
-                                     flush_sends();
-                                   },
-                                   [this](Clock::time_point until) { wait(until); }};
-  const Status s = datagram::run_probe(handshake_, steps, deadline, describe());
-  return s.ok() ? s : Status(s.code(), "ofi: " + s.message());
+void OfiTransport::probe_progress() {
+  drain_receives();
+  flush_sends();
 }
 
-TransportTraits OfiTransport::traits() const {
-  TransportTraits t;
-  t.reliable = false;
-  t.ordered = false;
-  t.can_abandon_sends = true;
-  t.max_message_bytes = max_message_;
-  return t;
-}
 
 std::string OfiTransport::describe() const { return endpoint_ ? endpoint_->describe() : "ofi (not connected)"; }
 
@@ -191,10 +159,5 @@ void OfiTransport::suggest_pace(double bytes_per_s) {
   bucket_.configure(std::max(bytes_per_s, kDefaultPaceBytesPerS), kBurstBytes);
 }
 
-TransportCounters OfiTransport::counters() const {
-  TransportCounters c = counters_;
-  c.pace_bytes_per_s = bucket_.rate();
-  return c;
-}
 
 }  // namespace optireduce::ofi

@@ -16,15 +16,8 @@
 
 #include "ofi_address.hpp"
 #include "ofi_endpoint.hpp"
-#include "optireduce/datagram/authenticator.hpp"
-#include "optireduce/datagram/dispatch.hpp"
+#include "optireduce/datagram/datagram_transport.hpp"
 #include "optireduce/datagram/fec.hpp"
-#include "optireduce/datagram/flow_window.hpp"
-#include "optireduce/datagram/handshake.hpp"
-#include "optireduce/datagram/inbound_handler.hpp"
-#include "optireduce/datagram/sealer.hpp"
-#include "optireduce/datagram/token_bucket.hpp"
-#include "optireduce/transport.hpp"
 #include "optireduce/transport_module.hpp"
 
 namespace optireduce::ofi {
@@ -32,22 +25,18 @@ namespace optireduce::ofi {
 // A transport with its candidate endpoints open, ready for connect(); null with `status` saying why.
 std::unique_ptr<Transport> make_ofi_transport(const OfiSettings& settings, Status& status);
 
-class OfiTransport final : public Transport, private datagram::ControlReplies {
+class OfiTransport final : public datagram::DatagramTransport {
  public:
   explicit OfiTransport(const OfiSettings& settings);
   ~OfiTransport() override;
   Status start();
 
-  std::vector<std::byte> local_address() const override { return address_; }
-  Status connect(int self_rank, const std::vector<std::vector<std::byte>>& addresses, Clock::time_point deadline) override;
   Status send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) override;
   std::size_t sends_in_flight(int peer) const override;
   bool abandon_queued_sends() override;
   Status poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override;
-  TransportTraits traits() const override;
   std::string describe() const override;
   void suggest_pace(double bytes_per_s) override;
-  TransportCounters counters() const override;
 
  private:
   struct TxEntry {
@@ -67,12 +56,14 @@ class OfiTransport final : public Transport, private datagram::ControlReplies {
   };
 
   // Connecting (ofi_transport.cpp).
-  Status read_addresses(const std::vector<std::vector<std::byte>>& blobs, std::vector<OfiAddress>& out) const;
   Status choose_endpoint(const std::vector<OfiAddress>& all, bool& use_loopback);
   Status configure(const std::vector<OfiAddress>& all, bool use_loopback);
   Status post_receives();
-  Status probe(Clock::time_point deadline);
-  void greet(const std::vector<int>& peers);
+  Status open_paths(const std::vector<std::vector<std::byte>>& addresses) override;
+  void greet(const std::vector<int>& peers) override;
+  void probe_progress() override;
+  void probe_wait(Clock::time_point until) override { wait(until); }
+  std::size_t max_message_bytes() const override { return max_message_; }
 
   // Sending (ofi_send.cpp).
   TxEntry* new_entry();
@@ -98,27 +89,14 @@ class OfiTransport final : public Transport, private datagram::ControlReplies {
   OfiSettings settings_;
   std::vector<std::unique_ptr<Endpoint>> candidates_;
   Endpoint* endpoint_ = nullptr;
-  std::vector<std::byte> address_;
-  datagram::Secret secret_{};
   std::size_t prefix_ = 0;        // FI_MSG_PREFIX bytes the provider wants in front of each buffer
   std::size_t max_datagram_ = 0;  // the provider's max_msg_size
   std::size_t max_message_ = 0;   // engine header + payload per datagram
   bool copy_payload_ = false;     // the provider takes a single buffer per send
   bool has_source_ = false;       // the provider reports the sender's address (FI_SOURCE)
 
-  bool connected_ = false;
-  int rank_ = -1;
-  int ranks_ = 0;
   std::vector<fi_addr_t> addresses_;
   std::unordered_map<fi_addr_t, int> rank_of_;
-  std::unique_ptr<datagram::Authenticator> authenticator_;
-  datagram::Sealer sealer_;
-  datagram::Handshake handshake_;
-  std::vector<datagram::FlowWindow> windows_;
-  datagram::TokenBucket bucket_;
-  std::unique_ptr<datagram::ReceiveDispatch> dispatch_;
-  std::unique_ptr<datagram::InboundHandler> inbound_;
-  TransportCounters counters_;
 
   std::vector<std::size_t> in_flight_;
   std::size_t posted_engine_sends_ = 0;       // posted, not completed, referencing engine memory

@@ -5,6 +5,7 @@
 #   scripts/setup.sh && scripts/demo.sh      a fresh machine to the comparison (short: minutes)
 #   scripts/demo.sh --full                   the full comparison (hours; 3 repetitions)
 #   scripts/demo.sh --job-only               the one-host job only: a smoke check (no root needed)
+#   scripts/demo.sh --main-only              the main job only (across hosts where possible), no step 2
 #   scripts/demo.sh [--full] [scripts/tta.sh options...]   e.g. --profiles clean,loss-1
 #
 # 1. The main job. Where network namespaces are available (root): across emulated hosts
@@ -15,7 +16,7 @@
 #    library preloaded (every call there is exact: there is no network to bound) and the report.
 #    Fails if a rank never ran the engine, or, across hosts, if no call ran bounded.
 # 2. scripts/tta.sh: the comparison; ends with the table and the paths of the plots
-#    (results/tta/ or, with --full, results/tta-full/). Not with --job-only.
+#    (results/tta/ or, with --full, results/tta-full/). Not with --job-only or --main-only.
 #
 # Environment: BUILD_DIR (default: build/ at the repository root), NP (ranks on one host, default
 # 4), HOSTS (emulated hosts, default 4), DROP (loss per link and direction, per mille, default 1)
@@ -37,10 +38,12 @@ data=/usr/share/datasets/fashion-mnist
 python=/usr/bin/python3  # Debian's, whatever python3 is first on PATH
 
 job_only=0
+main_only=0
 tta_args=()
 for arg in "$@"; do
   case $arg in
     --job-only) job_only=1 ;;
+    --main-only) main_only=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) tta_args+=("$arg") ;;
   esac
@@ -117,7 +120,7 @@ else
   [[ $job_only -eq 1 ]] || echo "demo: no network namespaces here (root, ip, nft): the job runs on this host only"
   one_host_job
 fi
-[[ $job_only -eq 0 ]] || exit 0
+[[ $job_only -eq 0 && $main_only -eq 0 ]] || exit 0
 
 # --- 2. time to accuracy under the emulated network ---------------------------------------------------
 if [[ $(id -u) -ne 0 ]]; then

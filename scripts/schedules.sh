@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Randomized fault schedules against the engine (CI runs none until a load-dependent disagreement
-# is fixed; see tests/schedules/CMakeLists.txt)
+# Randomized fault schedules against the engine (CI runs seeds 1 to 300, ctest label schedules)
 # (tests/schedules: ranks as threads over an in-process datagram network that loses, cuts,
 # doubles and reorders messages, deschedules ranks and makes them enter late).
 #   scripts/schedules.sh --seeds N [--from S] [--jobs J]   N seeds from S (default 1), J at a time (default 4)
@@ -8,7 +7,8 @@
 # Every failing seed prints its schedule, what broke and each call of each rank. The last line is
 # "N seeds, M disagreements, F calls failed everywhere" (M: seeds with any hang, disagreement or
 # broken bound; F: calls that failed on every rank alike, which shows the schedules are harsh).
-# Environment: BUILD_DIR (default build).
+# Environment: BUILD_DIR (default build); OPTIREDUCE_SCHEDULES_LOG=debug prints the engines' debug
+# lines with rank and job time (with --seed).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}

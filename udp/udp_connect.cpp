@@ -1,12 +1,10 @@
-// UdpTransport::connect: every rank's address read, the path chosen, the socket it needs kept,
-// and the reachability probe run until both directions work with every peer.
+// UdpTransport's steps of connect(): every rank's address read, the path chosen, the socket it needs
+// kept; the reachability probe's hellos.
 #include <arpa/inet.h>
 
 #include <algorithm>
 
 #include "local_interfaces.hpp"
-#include "optireduce/datagram/connect_steps.hpp"
-#include "optireduce/datagram/probe.hpp"
 #include "optireduce/log.hpp"
 #include "path.hpp"
 #include "udp_transport.hpp"
@@ -25,16 +23,9 @@ sockaddr_in socket_address(const Endpoint& e) {
 }  // namespace
 
 Status UdpTransport::read_addresses(const std::vector<std::vector<std::byte>>& blobs, std::vector<Address>& out) const {
-  out.assign(blobs.size(), {});
-  for (std::size_t r = 0; r < blobs.size(); ++r) {
-    const Status s = decode(blobs[r], out[r]);
-    OR_CHECK(s.ok(), invalid, "rank " + std::to_string(r) + ": " + s.message());
-    // Every rank must tag, or none: a rank that does not would see every datagram rejected.
-    OR_CHECK(out[r].authenticate == settings_.authenticate, invalid,
-             "OPTIREDUCE_AUTH differs between ranks (rank " + std::to_string(r) + " has it " +
-                 (out[r].authenticate ? "on" : "off") + ", rank " + std::to_string(rank_) + " " +
-                 (settings_.authenticate ? "on" : "off") + ")");
-    // ... and every rank sends parity, or none: the datagram sizes (so the chunks) depend on it.
+  OR_RETURN_IF_ERROR(DatagramTransport::read_addresses(blobs, settings_.authenticate, out));
+  for (std::size_t r = 0; r < out.size(); ++r) {
+    // Every rank sends parity, or none: the datagram sizes (so the chunks) depend on it.
     OR_CHECK(out[r].fec_group == settings_.fec_group, invalid,
              "OPTIREDUCE_FEC differs between ranks (rank " + std::to_string(r) + " has " + std::to_string(out[r].fec_group) +
                  ", rank " + std::to_string(rank_) + " " + std::to_string(settings_.fec_group) + ")");
@@ -42,18 +33,15 @@ Status UdpTransport::read_addresses(const std::vector<std::vector<std::byte>>& b
   return Status::Ok();
 }
 
-Status UdpTransport::connect(int self_rank, const std::vector<std::vector<std::byte>>& addresses,
-                             Clock::time_point deadline) {
-  OR_RETURN_IF_ERROR(datagram::take_rank("udp", connected_, self_rank, addresses.size(), rank_, ranks_));
+Status UdpTransport::open_paths(const std::vector<std::vector<std::byte>>& addresses) {
   std::vector<Address> all;
   OR_RETURN_IF_ERROR(read_addresses(addresses, all));
   OR_RETURN_IF_ERROR(open_path(all));
-  connected_ = true;
   OR_LOG(info, "udp: rank %d of %d over %s (%s:%u), window %zu bytes per peer, %s", rank_, ranks_, describe().c_str(),
          ip_text(endpoint_.ip).c_str(), static_cast<unsigned>(endpoint_.port),
          windows_[static_cast<std::size_t>((rank_ + 1) % ranks_)].window_bytes(),
          authenticator_ ? "authenticated" : "not authenticated");
-  return probe(deadline);
+  return Status::Ok();
 }
 
 // Keeps this rank's socket on the chosen path and builds everything that depends on the path.
@@ -68,7 +56,7 @@ Status UdpTransport::open_path(const std::vector<Address>& all) {
   OR_CHECK(datagram_bytes_ > datagram::Header::kSize + ParityGroups(settings_.fec_group, 1).parity_room() + datagram::Header::kMaxEngineHeader, unavailable,
            "udp: datagrams of " + std::to_string(datagram_bytes_) + " bytes are too small");
   // Rank 0's secret keys the job.
-  OR_RETURN_IF_ERROR(datagram::key_job(settings_.authenticate, all[0].secret, rank_, ranks_, authenticator_, sealer_, handshake_));
+  OR_RETURN_IF_ERROR(key_job(settings_.authenticate, all[0].secret));
   std::vector<sockaddr_in> peers;
   windows_.clear();
   for (std::size_t r = 0; r < all.size(); ++r) {
@@ -93,14 +81,6 @@ void UdpTransport::greet(const std::vector<int>& peers) {
     hellos.push_back(Outgoing::copied(peer, sealer_.seal(peer, datagram::Kind::hello, {}, body), {}, body));
   }
   sender_->send_control(std::move(hellos));
-}
-
-// Data that arrives meanwhile is kept for the first poll().
-Status UdpTransport::probe(Clock::time_point deadline) {
-  const datagram::ProbeSteps steps{[this](const std::vector<int>& peers) { greet(peers); },
-                                   [this] { progress(); }, [this](Clock::time_point until) { wait(until); }};
-  const Status s = datagram::run_probe(handshake_, steps, deadline, describe());
-  return s.ok() ? s : Status(s.code(), "udp: " + s.message());
 }
 
 }  // namespace optireduce::udp

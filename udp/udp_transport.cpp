@@ -36,7 +36,8 @@ std::unique_ptr<Transport> make_udp_transport(const UdpSettings& settings, Statu
 }
 
 UdpTransport::UdpTransport(const UdpSettings& settings)
-    : settings_(settings), bucket_(settings.rate_bits_per_s / 8, burst_bytes(settings.rate_bits_per_s / 8)) {}
+    : DatagramTransport("udp", datagram::TokenBucket(settings.rate_bits_per_s / 8, burst_bytes(settings.rate_bits_per_s / 8))),
+      settings_(settings) {}
 
 // One socket per usable interface (or only the named one), each bound before connect() so its
 // port can travel in the address; connect() keeps the one the path needs.
@@ -158,14 +159,9 @@ bool UdpTransport::wait(Clock::time_point until) {
   return n != 0 && (n < 0 || (pfd.revents & (POLLIN | POLLERR)) != 0);
 }
 
-TransportTraits UdpTransport::traits() const {
-  TransportTraits t;
-  t.reliable = false;
-  t.ordered = false;
-  t.can_abandon_sends = true;
+std::size_t UdpTransport::max_message_bytes() const {
   const std::size_t overhead = datagram::Header::kSize + parity_.parity_room();
-  t.max_message_bytes = datagram_bytes_ > overhead ? datagram_bytes_ - overhead : 0;
-  return t;
+  return datagram_bytes_ > overhead ? datagram_bytes_ - overhead : 0;
 }
 
 std::string UdpTransport::describe() const {
@@ -184,10 +180,5 @@ void UdpTransport::suggest_pace(double bytes_per_s) {
   bucket_.configure(kPaceHeadroom * bytes_per_s, burst_bytes(kPaceHeadroom * bytes_per_s));
 }
 
-TransportCounters UdpTransport::counters() const {
-  TransportCounters c = counters_;
-  c.pace_bytes_per_s = bucket_.rate();
-  return c;
-}
 
 }  // namespace optireduce::udp

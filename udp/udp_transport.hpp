@@ -12,14 +12,7 @@
 #include <vector>
 
 #include "address.hpp"
-#include "optireduce/datagram/authenticator.hpp"
-#include "optireduce/datagram/dispatch.hpp"
-#include "optireduce/datagram/flow_window.hpp"
-#include "optireduce/datagram/handshake.hpp"
-#include "optireduce/datagram/inbound_handler.hpp"
-#include "optireduce/datagram/sealer.hpp"
-#include "optireduce/datagram/token_bucket.hpp"
-#include "optireduce/transport.hpp"
+#include "optireduce/datagram/datagram_transport.hpp"
 #include "optireduce/transport_module.hpp"
 #include "parity_groups.hpp"
 #include "receive_path.hpp"
@@ -31,21 +24,17 @@ namespace optireduce::udp {
 // A transport with its sockets bound, ready for connect(); null with `status` saying why.
 std::unique_ptr<Transport> make_udp_transport(const UdpSettings& settings, Status& status);
 
-class UdpTransport final : public Transport, private datagram::ControlReplies {
+class UdpTransport final : public datagram::DatagramTransport {
  public:
   explicit UdpTransport(const UdpSettings& settings);
   Status start();
 
-  std::vector<std::byte> local_address() const override { return address_; }
-  Status connect(int self_rank, const std::vector<std::vector<std::byte>>& addresses, Clock::time_point deadline) override;
   Status send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) override;
   std::size_t sends_in_flight(int peer) const override;
   bool abandon_queued_sends() override;
   Status poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override;
-  TransportTraits traits() const override;
   std::string describe() const override;
   void suggest_pace(double bytes_per_s) override;
-  TransportCounters counters() const override;
 
  private:
   struct Candidate {
@@ -56,34 +45,24 @@ class UdpTransport final : public Transport, private datagram::ControlReplies {
   void reply(int peer, datagram::Kind kind, std::span<const std::byte> body) override;
   void close_parity_group(int peer);
   Status read_addresses(const std::vector<std::vector<std::byte>>& blobs, std::vector<Address>& out) const;
+  Status open_paths(const std::vector<std::vector<std::byte>>& addresses) override;
   Status open_path(const std::vector<Address>& all);
-  Status probe(Clock::time_point deadline);
-  void greet(const std::vector<int>& peers);
+  void greet(const std::vector<int>& peers) override;
+  void probe_progress() override { progress(); }
+  void probe_wait(Clock::time_point until) override { wait(until); }
+  std::size_t max_message_bytes() const override;
   void progress(bool readable = true);
   bool wait(Clock::time_point until);
 
   UdpSettings settings_;
   std::vector<Candidate> candidates_;
-  std::vector<std::byte> address_;
-  datagram::Secret secret_{};
 
   // Set by connect().
-  bool connected_ = false;
-  int rank_ = -1;
-  int ranks_ = 0;
   Endpoint endpoint_;
   UdpSocket socket_;
   std::size_t datagram_bytes_ = 0;
-  std::unique_ptr<datagram::Authenticator> authenticator_;
-  datagram::Sealer sealer_;
-  datagram::Handshake handshake_;
-  std::vector<datagram::FlowWindow> windows_;
-  datagram::TokenBucket bucket_;
-  TransportCounters counters_;
-  std::unique_ptr<datagram::ReceiveDispatch> dispatch_;
   std::unique_ptr<ReceivePath> receive_;
   std::unique_ptr<Sender> sender_;
-  std::unique_ptr<datagram::InboundHandler> inbound_;
   ParityGroups parity_;  // with FEC (OPTIREDUCE_FEC)
 };
 

@@ -19,14 +19,20 @@ TarCall::TarCall(EngineState& state, TransportPath& path, const TarRequest& requ
       probe_(request.probe),
       stats_(std::move(stats)),
       start_(start),
-      hard_deadline_(start + (stats_.kind == CallKind::bounded || request.probe ? state.options.timeout : state.options.watchdog)),
+      hard_deadline_(std::max(start, request.waits_from) +
+                     (stats_.kind == CallKind::bounded || request.probe ? state.options.timeout : state.options.watchdog)),
       element_bytes_(request.shape.element_bytes()) {}
 
 Status TarCall::wait(Clock::time_point deadline, const std::function<bool()>& done) {
   auto handler = [this](const InboundMessage& m) { handle(m); };
   while (!done()) {
     if (!s_.peer_failure.ok()) return s_.peer_failure;
-    if (Clock::now() >= deadline) return Timeout("no progress from the peers");
+    if (Clock::now() >= deadline) {
+      // What already arrived counts: a rank descheduled past its deadline reads it only now, and
+      // a peer's word that came in time must not be taken for one that never came.
+      if (drain_arrived(1) && s_.peer_failure.ok() && done()) return {};
+      return s_.peer_failure.ok() ? Timeout("no progress from the peers") : s_.peer_failure;
+    }
     Status st = poll_alive(deadline, handler);
     if (!st.ok() && st.code() != StatusCode::timeout) return st;
   }
@@ -240,7 +246,10 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
       if (s_.resends.all_asked(phase)) deadline = std::min(deadline, s_.resends.gives_up_at(phase, resend_wait));
     }
     if (Clock::now() >= deadline) {
-      if (!cuts) break;
+      if (!cuts) {
+        (void)drain_arrived(phase);  // what already arrived counts (the caller sees whether it completed)
+        break;
+      }
       // What already arrived counts (a rank that was descheduled reads it only now).
       if (drain_arrived(phase) && complete()) break;
       // Until the last slices announced have had time to come, the senders' data still flows.

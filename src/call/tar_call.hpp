@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 
+#include "optireduce/engine/clock_us.hpp"
 #include "optireduce/engine/engine/state.hpp"
 #include "optireduce/engine/tar/inbound.hpp"
 #include "optireduce/engine/engine/transport_path.hpp"
@@ -34,6 +35,9 @@ struct TarRequest {
   // it was exact everywhere (call/exactness.cpp); its `cut` then says whether any rank's
   // result lacks data, the same on every rank.
   bool exact_by_resends = false;
+  // The exact rerun of such a run: its watchdog counts from here, not from the call's start
+  // (the run used that time up, and a peer may still be in it: longest_exchange_lag).
+  Clock::time_point waits_from{};
 };
 
 class TarCall {
@@ -43,6 +47,12 @@ class TarCall {
 
   // Handles one arrived message (also while the call waits for a staging buffer, before it began).
   void handle(const InboundMessage& message);
+
+  // How long after this rank left a list exchange a peer may still be in it (call/list_exchange.cpp):
+  // until its hard deadline, later by as much as it heard from its last peer later, and a notice's wait.
+  static Clock::duration longest_exchange_lag(const EngineOptions& options) {
+    return 2 * std::chrono::duration_cast<Clock::duration>(options.timeout) + us_duration(kNoticeWaitUs);
+  }
 
  private:
   bool bounded() const { return stats_.kind == CallKind::bounded || probe_; }

@@ -52,6 +52,10 @@ FaultSchedule FaultSchedule::draw(std::uint64_t seed) {
   if (chance(0.2)) s.deschedules.push_back({pick(0, s.ranks - 1), uniform(0, 1500), length_ms(1, 600)});
   for (int k = 0, n = chance(0.3) ? pick(1, 2) : 0; k < n; ++k) s.late.push_back({pick(0, s.ranks - 1), pick(0, calls - 1), length_ms(1, 300)});
   if (chance(0.02)) s.no_bounded_transport = pick(0, s.ranks - 1);
+  // A loaded host (drawn last, so the faults above stay what they were for each seed): a rank's
+  // threads, or every rank's at once, stop for up to seconds, at any moment of the job.
+  for (int k = 0, n = chance(0.4) ? pick(1, 4) : 0; k < n; ++k)
+    s.deschedules.push_back({chance(0.3) ? kEveryRank : pick(0, s.ranks - 1), uniform(0, chance(0.5) ? 300 : 3000), length_ms(1, 2500)});
   return s;
 }
 
@@ -67,7 +71,8 @@ std::string FaultSchedule::describe() const {
       if (f != t) o << " " << f << ">" << t << " " << data_loss[f * ranks + t] << "/" << control_loss[f * ranks + t];
   o << "\n  duplicates " << duplicate << ", delayed " << delayed << " up to " << max_delay_ms << " ms";
   for (const auto& x : outages) o << "\n  outage " << x.from << ">" << x.to << " from " << x.start_ms << " ms for " << x.length_ms << " ms";
-  for (const auto& x : deschedules) o << "\n  rank " << x.rank << " descheduled from " << x.start_ms << " ms for " << x.length_ms << " ms";
+  for (const auto& x : deschedules)
+    o << "\n  " << (x.rank == kEveryRank ? std::string("every rank") : "rank " + std::to_string(x.rank)) << " descheduled from " << x.start_ms << " ms for " << x.length_ms << " ms";
   for (const auto& x : late) o << "\n  rank " << x.rank << " enters call " << x.call << " " << x.delay_ms << " ms late";
   if (no_bounded_transport >= 0) o << "\n  rank " << no_bounded_transport << " has no bounded transport";
   return o.str();

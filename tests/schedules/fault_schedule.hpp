@@ -17,8 +17,10 @@ struct Outage {
   double start_ms = 0, length_ms = 0;  // job time (from the first call)
 };
 
+inline constexpr int kEveryRank = -1;
+
 struct Deschedule {
-  int rank = 0;
+  int rank = 0;  // kEveryRank: every rank's threads at once (a busy host)
   double start_ms = 0, length_ms = 0;  // the rank's thread stops (as SIGSTOP would) in job time
 };
 

@@ -6,6 +6,10 @@
 #include <cstring>
 #include <sstream>
 #include <thread>
+#include <cstdio>
+#include <cstdlib>
+
+#include "optireduce/log.hpp"
 
 #include "optireduce/engine/engine/engine.hpp"
 #include "scheduled_network.hpp"
@@ -15,10 +19,18 @@ namespace optireduce::schedules {
 
 namespace {
 
+// Log lines of the engines (OPTIREDUCE_SCHEDULES_LOG=debug) name the rank thread and the job time.
+thread_local int t_rank = -1;
+Clock::time_point g_log_start = Clock::now();
+void write_log_line(LogLevel, const char* text) {
+  std::fprintf(stderr, "[%9.3f ms] rank %d: %s\n", std::chrono::duration<double, std::milli>(Clock::now() - g_log_start).count(), t_rank, text);
+}
+
 // How long a rank may wait in a collective of the job's own layer for the others: longer than
-// any engine wait (hard deadline, watchdog) before they must have come. Past it, a rank is
+// any engine wait (hard deadline, watchdog, a calibration rerun's watchdog after the run's
+// exchange: TarCall::longest_exchange_lag) before they must have come. Past it, a rank is
 // missing: a hang, which the rendezvous ends by handing back empty blobs.
-constexpr auto kHangBound = std::chrono::seconds(12);
+constexpr auto kHangBound = std::chrono::seconds(30);
 
 // The job's own layer (MPI's all-gather and exact sum), checked: every collective must pair the
 // same call on every rank, and every rank must come.
@@ -77,27 +89,12 @@ class Rendezvous {
   std::vector<std::string> problems_;
 };
 
-class CheckedBootstrap final : public Bootstrap {
+class CheckedBootstrap final : public testing::AllgatherBootstrap {
  public:
   CheckedBootstrap(std::shared_ptr<Rendezvous> rendezvous, int rank, const std::atomic<int>& call)
       : rendezvous_(std::move(rendezvous)), rank_(rank), call_(call) {}
   std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override {
     return rendezvous_->allgather(rank_, call_.load(), mine);
-  }
-  bool allreduce_sum(const float* input, float* output, std::uint64_t count) override {
-    auto all = allgather({reinterpret_cast<const std::byte*>(input), count * sizeof(float)});
-    for (const auto& blob : all)
-      if (blob.size() != count * sizeof(float)) return false;
-    for (std::uint64_t i = 0; i < count; ++i) {
-      float sum = 0;
-      for (const auto& blob : all) {
-        float x;
-        std::memcpy(&x, blob.data() + i * sizeof(float), sizeof x);
-        sum += x;
-      }
-      output[i] = sum;
-    }
-    return true;
   }
 
  private:
@@ -185,12 +182,19 @@ SeedOutcome run_seed(const FaultSchedule& s) {
   std::vector<std::vector<Seen>> seen(static_cast<std::size_t>(calls), std::vector<Seen>(static_cast<std::size_t>(ranks)));
   std::vector<AgreedCounts> agreed(static_cast<std::size_t>(ranks));
 
+  if (const char* level = std::getenv("OPTIREDUCE_SCHEDULES_LOG"); level && std::string(level) == "debug") {
+    log_sink().level.store(static_cast<int>(LogLevel::debug));
+    log_sink().write.store(&write_log_line);
+    g_log_start = Clock::now();
+  }
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] {
+      t_rank = r;
       std::unique_ptr<Transport> bounded;
       if (r != s.no_bounded_transport) bounded = std::make_unique<ScheduledTransport>(fabric, r);
-      engines[r] = Engine::create(r, ranks, std::make_unique<testing::InProcTransport>(exact_fabric, r), std::move(bounded),
+      auto exact = std::make_unique<DescheduledTransport>(std::make_unique<testing::InProcTransport>(exact_fabric, r), fabric, r);
+      engines[r] = Engine::create(r, ranks, std::move(exact), std::move(bounded),
                                   std::make_unique<CheckedBootstrap>(rendezvous, r, current[r]), options, created[r]);
       if (!engines[r]) return;
       Engine& engine = *engines[r];

@@ -54,11 +54,7 @@ void ScheduledFabric::send(int from, int to, Lane lane, std::span<const std::byt
       release += std::chrono::duration_cast<Clock::duration>(
           std::chrono::duration<double, std::milli>(draw(identity, 5 + k) * schedule_.max_delay_ms));
     }
-    Message m{release, order_++, from, {}, header.size()};
-    m.bytes.reserve(header.size() + payload.size());
-    m.bytes.insert(m.bytes.end(), header.begin(), header.end());
-    m.bytes.insert(m.bytes.end(), payload.begin(), payload.end());
-    inboxes_[static_cast<std::size_t>(to)].push(std::move(m));
+    inboxes_[static_cast<std::size_t>(to)].push({release, order_++, {from, {header.begin(), header.end()}, {payload.begin(), payload.end()}}});
   }
   arrived_.notify_all();
 }
@@ -81,7 +77,7 @@ bool ScheduledFabric::take(int rank, Clock::time_point deadline, Message& out) {
 Clock::time_point ScheduledFabric::stopped_until(int rank, Clock::time_point now) const {
   const double t = job_ms(now);
   for (const auto& d : schedule_.deschedules)
-    if (d.rank == rank && t >= d.start_ms && t < d.start_ms + d.length_ms) return at_job_ms(d.start_ms + d.length_ms);
+    if ((d.rank == rank || d.rank == kEveryRank) && t >= d.start_ms && t < d.start_ms + d.length_ms) return at_job_ms(d.start_ms + d.length_ms);
   return now;
 }
 
@@ -90,31 +86,23 @@ ScheduledFabric::Counts ScheduledFabric::counts() {
   return counts_;
 }
 
-void ScheduledTransport::run_or_stop() const {
-  const auto now = Clock::now();
-  const auto until = fabric_->stopped_until(rank_, now);
-  if (until > now) std::this_thread::sleep_until(until);
+void ScheduledFabric::run_or_stop(int rank) const {
+  for (auto now = Clock::now(), until = stopped_until(rank, now); until > now; now = Clock::now(), until = stopped_until(rank, now))
+    std::this_thread::sleep_until(until);
 }
 
 Status ScheduledTransport::send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) {
-  run_or_stop();
+  fabric_->run_or_stop(rank_);
   fabric_->send(rank_, peer, lane, header, payload);
   return {};
 }
 
 Status ScheduledTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
-  run_or_stop();
+  fabric_->run_or_stop(rank_);
   ScheduledFabric::Message m;
   if (!fabric_->take(rank_, deadline, m)) return Timeout("nothing arrived");
-  do {
-    InboundMessage in;
-    in.source = m.source;
-    in.header = std::span<const std::byte>(m.bytes).first(m.header_size);
-    in.payload = std::span<const std::byte>(m.bytes).subspan(m.header_size);
-    in.payload_size = in.payload.size();
-    in.arrived = Clock::now();
-    on_message(in);
-  } while (fabric_->take(rank_, Clock::time_point::min(), m));
+  do testing::hand_over(m.message, on_message);
+  while (fabric_->take(rank_, Clock::time_point::min(), m));
   return {};
 }
 

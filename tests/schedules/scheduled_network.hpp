@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fault_schedule.hpp"
+#include "../unit/inproc_transport.hpp"
 #include "optireduce/transport.hpp"
 
 namespace optireduce::schedules {
@@ -30,9 +31,7 @@ class ScheduledFabric {
   struct Message {
     Clock::time_point release;
     std::uint64_t order;  // ties: in sending order
-    int source;
-    std::vector<std::byte> bytes;  // header, then payload
-    std::size_t header_size;
+    testing::InProcFabric::Message message;
     bool operator>(const Message& o) const { return std::tie(release, order) > std::tie(o.release, o.order); }
   };
   // Sends one message the way the schedule says (lost, held, doubled).
@@ -41,6 +40,8 @@ class ScheduledFabric {
   bool take(int rank, Clock::time_point deadline, Message& out);
   // Until when `rank` is descheduled at `now` (now: it runs).
   Clock::time_point stopped_until(int rank, Clock::time_point now) const;
+  // A descheduled rank's thread stops here (in its transport calls) until its time comes back.
+  void run_or_stop(int rank) const;
 
   struct Counts {
     std::uint64_t sent = 0, lost = 0, cut = 0, doubled = 0, held = 0;
@@ -75,9 +76,35 @@ class ScheduledTransport final : public Transport {
   std::string describe() const override { return "scheduled datagrams"; }
 
  private:
-  // A descheduled rank stops here until its time comes back.
-  void run_or_stop() const;
+  std::shared_ptr<ScheduledFabric> fabric_;
+  int rank_;
+};
 
+// The exact path of a rank under the same schedule: reliable, but its thread stops as the
+// rank's bounded transport does when the schedule deschedules the rank.
+class DescheduledTransport final : public Transport {
+ public:
+  DescheduledTransport(std::unique_ptr<Transport> inner, std::shared_ptr<ScheduledFabric> fabric, int rank)
+      : inner_(std::move(inner)), fabric_(std::move(fabric)), rank_(rank) {}
+  std::vector<std::byte> local_address() const override { return inner_->local_address(); }
+  Status connect(int self, const std::vector<std::vector<std::byte>>& addresses, Clock::time_point deadline) override {
+    return inner_->connect(self, addresses, deadline);
+  }
+  Status send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) override {
+    fabric_->run_or_stop(rank_);
+    return inner_->send(peer, lane, header, payload);
+  }
+  std::size_t sends_in_flight(int peer) const override { return inner_->sends_in_flight(peer); }
+  bool abandon_queued_sends() override { return inner_->abandon_queued_sends(); }
+  Status poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override {
+    fabric_->run_or_stop(rank_);
+    return inner_->poll(deadline, on_message);
+  }
+  TransportTraits traits() const override { return inner_->traits(); }
+  std::string describe() const override { return inner_->describe(); }
+
+ private:
+  std::unique_ptr<Transport> inner_;
   std::shared_ptr<ScheduledFabric> fabric_;
   int rank_;
 };

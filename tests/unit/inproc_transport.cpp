@@ -89,16 +89,35 @@ Status InProcTransport::poll(Clock::time_point deadline, const std::function<voi
     if (fabric_->take(rank_, std::min(deadline, next_release), m)) break;
     if (next_release == Clock::time_point::max() || Clock::now() >= deadline) return Timeout("nothing arrived");
   }
-  do {
-    InboundMessage in;
-    in.source = m.source;
-    in.header = m.header;
-    in.payload_size = m.payload.size();
-    in.payload = m.payload;
-    in.arrived = Clock::now();
-    on_message(in);
-  } while (fabric_->take(rank_, Clock::time_point::min(), m));
+  do hand_over(m, on_message);
+  while (fabric_->take(rank_, Clock::time_point::min(), m));
   return {};
+}
+
+void hand_over(const InProcFabric::Message& m, const std::function<void(const InboundMessage&)>& on_message) {
+  InboundMessage in;
+  in.source = m.source;
+  in.header = m.header;
+  in.payload_size = m.payload.size();
+  in.payload = m.payload;
+  in.arrived = Clock::now();
+  on_message(in);
+}
+
+bool AllgatherBootstrap::allreduce_sum(const float* input, float* output, std::uint64_t count) {
+  const auto all = allgather({reinterpret_cast<const std::byte*>(input), count * sizeof(float)});
+  for (const auto& blob : all)
+    if (blob.size() != count * sizeof(float)) return false;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    float sum = 0;
+    for (const auto& blob : all) {
+      float x;
+      std::memcpy(&x, blob.data() + i * sizeof(float), sizeof x);
+      sum += x;
+    }
+    output[i] = sum;
+  }
+  return true;
 }
 
 InProcJob start_inproc_job(int ranks, const EngineOptions& options, const InProcNetwork* bounded) {

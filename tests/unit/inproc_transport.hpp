@@ -4,9 +4,9 @@
 
 #include <condition_variable>
 #include <deque>
+#include <cstring>
 #include <functional>
 #include <span>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -66,6 +66,9 @@ struct InProcNetwork {
   std::function<Clock::duration(int from, int to, std::span<const std::byte> header)> hold;
 };
 
+// Hands one message to the engine, as a transport's poll does (it arrived now).
+void hand_over(const InProcFabric::Message& m, const std::function<void(const InboundMessage&)>& on_message);
+
 class InProcTransport final : public Transport {
  public:
   InProcTransport(std::shared_ptr<InProcFabric> fabric, int rank) : fabric_(std::move(fabric)), rank_(rank) {}
@@ -98,25 +101,18 @@ class InProcTransport final : public Transport {
   std::deque<Held> held_;  // used by the rank's own thread only
 };
 
-class InProcBootstrap final : public Bootstrap {
+// A bootstrap whose exact sum is summed in rank order over its own all-gather (false where a
+// rank's part did not come whole).
+class AllgatherBootstrap : public Bootstrap {
+ public:
+  bool allreduce_sum(const float* input, float* output, std::uint64_t count) override;
+};
+
+class InProcBootstrap final : public AllgatherBootstrap {
  public:
   InProcBootstrap(std::shared_ptr<InProcFabric> fabric, int rank) : fabric_(std::move(fabric)), rank_(rank) {}
   std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override {
     return fabric_->allgather(rank_, mine);
-  }
-  // Exact, summed in rank order, over the all-gather.
-  bool allreduce_sum(const float* input, float* output, std::uint64_t count) override {
-    auto all = fabric_->allgather(rank_, {reinterpret_cast<const std::byte*>(input), count * sizeof(float)});
-    for (std::uint64_t i = 0; i < count; ++i) {
-      float sum = 0;
-      for (const auto& blob : all) {
-        float x;
-        std::memcpy(&x, blob.data() + i * sizeof(float), sizeof x);
-        sum += x;
-      }
-      output[i] = sum;
-    }
-    return true;
   }
 
  private:

@@ -39,7 +39,7 @@ std::string entry_json(const EntryResult& r, const Options& opt) {
   const std::size_t warm_calls = static_cast<std::size_t>(opt.warmup) * static_cast<std::size_t>(r.calls_per_iteration);
   const auto t = timed(r.iteration_ms, opt), t_after = timed(r.after_last_entry_ms, opt), t_comm = timed(r.comm_ms, opt);
   std::uint64_t kinds_all[kKinds] = {}, kinds_timed[kKinds] = {};
-  std::uint64_t entries = 0, dropped = 0, not_exact = 0, beyond = 0, wrong = 0, failed = 0;
+  std::uint64_t entries = 0, dropped = 0, not_exact = 0, beyond = 0, wrong = 0, failed = 0, diverged = 0;
   double worst = 0, worst_timed = 0, worst_call_dropped = 0;
   for (std::size_t c = 0; c < r.kind.size(); ++c) {
     const bool is_timed = c >= warm_calls;
@@ -49,6 +49,7 @@ std::string entry_json(const EntryResult& r, const Options& opt) {
     beyond += (r.flags[c] & kBeyondTolerance) != 0;
     wrong += (r.flags[c] & kWrong) != 0;
     failed += (r.flags[c] & kFailed) != 0;
+    diverged += (r.flags[c] & kDiverged) != 0;
     if (!is_timed) continue;
     ++kinds_timed[r.kind[c]];
     worst_timed = std::max(worst_timed, r.rel_error[c]);
@@ -72,7 +73,7 @@ std::string entry_json(const EntryResult& r, const Options& opt) {
     << ", \"p99_after_last_entry_ms\": " << num(percentile(t_after, 99))
     << ",\n   \"check\": {\"checked\": " << (opt.check ? "true" : "false") << ", \"calls\": " << r.kind.size()
     << ", \"not_exact\": " << not_exact << ", \"beyond_tolerance\": " << beyond << ", \"wrong\": " << wrong
-    << ", \"failed\": " << failed << ", \"tolerance\": " << num(opt.tolerance)
+    << ", \"failed\": " << failed << ", \"diverged\": " << diverged << ", \"tolerance\": " << num(opt.tolerance)
     << ", \"max_rel_rms_error\": " << num(worst) << ", \"timed_max_rel_rms_error\": " << num(worst_timed)
     << "},\n   \"kinds_all\": " << kinds_json(kinds_all) << ", \"kinds_timed\": " << kinds_json(kinds_timed)
     << ",\n   \"timed_entries\": " << entries << ", \"timed_dropped_entries\": " << dropped

@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <thread>
 
@@ -168,6 +169,9 @@ EntryResult Runner::run(const Entry& entry) {
       r.bytes.push_back(buckets[b]);
       r.entries.push_back(infos[b].entries);
       r.dropped.push_back(infos[b].dropped_entries);
+      // Each rank's block of a reduce-scatter is its own: only an allreduce's results must agree.
+      const bool same_everywhere = opt_.collective == Collective::allreduce;
+      r.digest.push_back(opt_.check && same_everywhere ? digest(out, count(buf, b)) : 0);
     }
   }
   combine(r);
@@ -207,6 +211,23 @@ void Runner::report_wrong(const std::string& name, std::uint64_t call, std::uint
                d.relative());
 }
 
+std::uint64_t Runner::digest(const float* data, std::size_t count) {
+  // FNV-1a over 64-bit words (a trailing odd float alone): bitwise equality, not strength.
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  std::size_t i = 0;
+  for (; i + 2 <= count; i += 2) {
+    std::uint64_t w;
+    std::memcpy(&w, data + i, sizeof w);
+    h = (h ^ w) * 0x100000001b3ull;
+  }
+  if (i < count) {
+    std::uint32_t w;
+    std::memcpy(&w, data + i, sizeof w);
+    h = (h ^ w) * 0x100000001b3ull;
+  }
+  return h;
+}
+
 // Every figure over ranks: latencies and errors the worst rank's, entries and drops summed, flags
 // OR-ed. Kinds are agreed by the engine's ranks: rank 0's are kept.
 void Runner::combine(EntryResult& r) {
@@ -220,6 +241,16 @@ void Runner::combine(EntryResult& r) {
   for (std::size_t i = 0; i < r.start_s.size(); ++i) r.after_last_entry_ms.push_back((r.end_s[i] - r.start_s[i]) * 1e3);
   max_d(r.call_ms);
   max_d(r.rel_error);
+  // A result that is not bitwise the same on every rank: replicas apart, whatever the report says.
+  std::vector<std::uint64_t> lowest = r.digest, highest = r.digest;
+  PMPI_Allreduce(MPI_IN_PLACE, lowest.data(), static_cast<int>(lowest.size()), MPI_UINT64_T, MPI_MIN, comm_);
+  PMPI_Allreduce(MPI_IN_PLACE, highest.data(), static_cast<int>(highest.size()), MPI_UINT64_T, MPI_MAX, comm_);
+  for (std::size_t c = 0; c < r.flags.size(); ++c)
+    if (lowest[c] != highest[c]) {
+      r.flags[c] |= kDiverged | kWrong;
+      if (rank_ == 0) std::fprintf(stderr, "optireduce-bench: error: %s, call %zu of the run: the result differs across ranks\n",
+                                   r.entry.name.c_str(), c + 1);
+    }
   PMPI_Allreduce(MPI_IN_PLACE, r.flags.data(), static_cast<int>(r.flags.size()), MPI_INT, MPI_BOR, comm_);
   PMPI_Allreduce(MPI_IN_PLACE, r.entries.data(), static_cast<int>(r.entries.size()), MPI_UINT64_T, MPI_SUM, comm_);
   PMPI_Allreduce(MPI_IN_PLACE, r.dropped.data(), static_cast<int>(r.dropped.size()), MPI_UINT64_T, MPI_SUM, comm_);

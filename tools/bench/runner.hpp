@@ -19,7 +19,8 @@
 namespace optireduce::bench {
 
 // Per-call flags, OR-ed over ranks.
-enum Flag : int { kNotExact = 1, kBeyondTolerance = 2, kWrong = 4, kFailed = 8, kUnchecked = 16 };
+// kDiverged: the result is not bitwise the same on every rank (also wrong).
+enum Flag : int { kNotExact = 1, kBeyondTolerance = 2, kWrong = 4, kFailed = 8, kUnchecked = 16, kDiverged = 32 };
 
 // What one entry produced, already combined over ranks.
 struct EntryResult {
@@ -36,6 +37,7 @@ struct EntryResult {
   std::vector<double> call_ms, rel_error;
   std::vector<int> kind, flags;
   std::vector<std::uint64_t> bytes, entries, dropped;
+  std::vector<std::uint64_t> digest;  // this rank's result, hashed (combine compares them across ranks)
   int calls_per_iteration = 1;
   std::uint64_t preparatory_calls = 0;  // --warmup-calls, all size classes
   bool failed = false;                  // some call failed or was wrong
@@ -61,6 +63,7 @@ class Runner {
     Bufs send, recv;
     Wires wire_send, wire_recv;
   };
+  static std::uint64_t digest(const float* data, std::size_t count);
   void barrier();
   std::size_t count(const Buffers& buf, std::size_t b) const { return buf.send[b].size(); }
   void fill(Buffers& buf, std::size_t b, std::uint64_t input);
