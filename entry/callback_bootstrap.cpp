@@ -7,6 +7,7 @@ namespace optireduce::entry {
 
 CallbackBootstrap::~CallbackBootstrap() {
   if (pending_ && failure_.empty() && c_.finish_allgather) call("finish_allgather", c_.finish_allgather(c_.context));
+  if (owns_context_ && c_.release) c_.release(c_.context);
 }
 
 bool CallbackBootstrap::call(const char* what, int rc) {
@@ -18,7 +19,7 @@ std::vector<std::vector<std::byte>> CallbackBootstrap::failed_blobs() const {
   return std::vector<std::vector<std::byte>>(static_cast<std::size_t>(std::max(c_.ranks, 0)));
 }
 
-std::vector<std::vector<std::byte>> CallbackBootstrap::split(const std::vector<std::byte>& all, std::size_t bytes) const {
+std::vector<std::vector<std::byte>> CallbackBootstrap::cut(const std::vector<std::byte>& all, std::size_t bytes) const {
   std::vector<std::vector<std::byte>> out(static_cast<std::size_t>(c_.ranks));
   for (std::size_t r = 0; r < out.size(); ++r)
     out[r].assign(all.begin() + static_cast<std::ptrdiff_t>(r * bytes), all.begin() + static_cast<std::ptrdiff_t>((r + 1) * bytes));
@@ -36,7 +37,7 @@ std::vector<std::vector<std::byte>> CallbackBootstrap::allgather(std::span<const
   std::vector<std::byte> padded(longest, std::byte{0}), all(longest * ranks, std::byte{0});
   std::copy(mine.begin(), mine.end(), padded.begin());
   if (longest && !call("allgather", c_.allgather(c_.context, padded.data(), longest, all.data()))) return failed_blobs();
-  auto out = split(all, longest);
+  auto out = cut(all, longest);
   for (std::size_t r = 0; r < ranks; ++r) out[r].resize(std::min<std::uint64_t>(lengths[r], longest));
   return out;
 }
@@ -54,11 +55,20 @@ std::vector<std::vector<std::byte>> CallbackBootstrap::finish_allgather() {
   const bool was_pending = pending_;
   pending_ = false;
   if (!was_pending || !call("finish_allgather", c_.finish_allgather(c_.context))) return failed_blobs();
-  return split(receive_, send_.size());
+  return cut(receive_, send_.size());
 }
 
 bool CallbackBootstrap::allreduce_sum(const float* input, float* output, std::uint64_t count) {
   return failure_.empty() && call("allreduce_sum", c_.allreduce_sum(c_.context, input, output, count));
+}
+
+bool CallbackBootstrap::split(int color, int key, std::unique_ptr<Bootstrap>& out) {
+  out.reset();
+  if (!c_.split || !failure_.empty()) return false;
+  optireduce_bootstrap group{};
+  if (c_.split(c_.context, color, key, &group) != 0) return false;
+  if (group.ranks > 0) out = std::make_unique<CallbackBootstrap>(group, true);
+  return true;
 }
 
 }  // namespace optireduce::entry

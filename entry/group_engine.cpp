@@ -87,6 +87,7 @@ Engine* GroupEngine::engine_for_call(const Config& config) {
   if (engine_) {
     bootstrap_ = kept;
     ProcessStats::instance().record_engine_created();
+    if (engine_->tiers()) ProcessStats::instance().record_placement(engine_->tiers()->placement().counts_text());
     OR_LOG(debug, "engine ready on a group of %d ranks in %.1f ms (%s; Hadamard worker %s)", size,
            us_since(created_from) / 1000, engine_->transport_description().c_str(), options.hadamard_overlap ? "on" : "off");
   } else {
@@ -151,7 +152,7 @@ int GroupEngine::run(std::uint64_t count, int format, int op, int* reason, Call&
   ProcessStats::instance().record_intercepted({count * element_bytes(*format_of(format)), stats.entries,
                                                stats.dropped_entries, stats.latency_us, bounded,
                                                stats.kind == CallKind::fallback, stats.deadline_us[0] + stats.deadline_us[1],
-                                               bounded && stats.cut, stats.kind == CallKind::mpi, stats.shape});
+                                               bounded && stats.cut, stats.kind == CallKind::mpi, stats.shape, stats.stages});
   trace_call(stats);
   return stats.ok() ? OPTIREDUCE_OK : OPTIREDUCE_FAILED;
 }

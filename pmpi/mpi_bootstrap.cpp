@@ -9,6 +9,7 @@ namespace {
 struct Context {
   MPI_Comm comm;
   MPI_Request request = MPI_REQUEST_NULL;
+  bool owns_comm = false;  // a communicator split for a sub-group: freed at release
 };
 
 MPI_Comm comm_of(void* context) { return static_cast<Context*>(context)->comm; }
@@ -49,23 +50,37 @@ void release(void* context) {
   auto* c = static_cast<Context*>(context);
   // Completes an all-gather still in flight: every rank started it, so it finishes.
   if (c->request != MPI_REQUEST_NULL) PMPI_Wait(&c->request, MPI_STATUS_IGNORE);
+  if (c->owns_comm) PMPI_Comm_free(&c->comm);
   delete c;
 }
 
-}  // namespace
+optireduce_bootstrap bootstrap_over(MPI_Comm comm, bool owns_comm);
 
-optireduce_bootstrap mpi_bootstrap(MPI_Comm comm) {
+int split(void* context, int color, int key, optireduce_bootstrap* out) {
+  MPI_Comm group = MPI_COMM_NULL;
+  if (PMPI_Comm_split(comm_of(context), color < 0 ? MPI_UNDEFINED : color, key, &group) != MPI_SUCCESS) return 1;
+  *out = optireduce_bootstrap{};
+  if (group != MPI_COMM_NULL) *out = bootstrap_over(group, true);
+  return 0;
+}
+
+optireduce_bootstrap bootstrap_over(MPI_Comm comm, bool owns_comm) {
   optireduce_bootstrap b{};
   PMPI_Comm_rank(comm, &b.rank);
   PMPI_Comm_size(comm, &b.ranks);
-  b.context = new Context{comm};
+  b.context = new Context{comm, MPI_REQUEST_NULL, owns_comm};
   b.allgather = &allgather;
   b.start_allgather = &start_allgather;
   b.finish_allgather = &finish_allgather;
   b.allreduce_sum = &allreduce_sum;
   b.release = &release;
+  b.split = &split;
   b.own_path = "PMPI_Allreduce";
   return b;
 }
+
+}  // namespace
+
+optireduce_bootstrap mpi_bootstrap(MPI_Comm comm) { return bootstrap_over(comm, false); }
 
 }  // namespace optireduce::pmpi

@@ -51,8 +51,11 @@ where (--net NET[,NET...]: each network gets its own table; rounds alternate ove
                        on lo; OptiReduce's UCX held to tcp on lo
   netns:PROFILE        the tcp settings inside a fresh network namespace of scripts/netem.sh per
                        job: clean, loss-0.1, loss-1, loss-3, tail-3, tail-6 (root)
-  cluster:HOSTS:DROP   scripts/cluster.sh --hosts HOSTS --drop DROP (per mille per link and
-                       direction; veth, MTU 1500), one rank per host, UCX held to tcp on eth0 (root)
+  cluster:HOSTS:DROP[:PER_HOST[:RATE]]
+                       scripts/cluster.sh --hosts HOSTS --drop DROP (per mille per link and
+                       direction; veth, MTU 1500), PER_HOST ranks per host (default 1: --ranks-per-host),
+                       every link shaped to RATE (tc syntax, e.g. 1gbit; default none), UCX's
+                       network lanes held to eth0 (root)
 
 contenders:
   --contenders LIST    names, space or comma separated (default "ompi or-reliable or-bounded");
@@ -232,16 +235,18 @@ case $mode in
 esac
 [ -z "$scale" ] || [ "$mode" = model ] || die "--scale goes with --model"
 
-# Sets net, net_kind, profile, hosts, drop for one network of --net (and checks it).
+# Sets net, net_kind, profile, hosts, drop, per_host, rate for one network of --net (and checks it).
 set_net() {
   net=$1 net_kind=${1%%:*}
   case $net_kind in
     shm|tcp) [ "$net" = "$net_kind" ] || die "--net $net: shm and tcp take no argument" ;;
     netns) profile=${net#netns:}; [ -n "$profile" ] && [ "$profile" != "$net" ] || die "--net netns:PROFILE (e.g. netns:loss-1)" ;;
     cluster)
-      [[ "$net" =~ ^cluster:([0-9]+):([0-9]+(\.[0-9]+)?)$ ]] || die "--net cluster:HOSTS:DROP_PERMILLE (e.g. cluster:4:1)"
-      hosts=${BASH_REMATCH[1]} drop=${BASH_REMATCH[2]}
-      [ -z "$ranks" ] || [ "$ranks" = "$hosts" ] || die "--net $net runs one rank per host: --ranks must be $hosts"
+      [[ "$net" =~ ^cluster:([0-9]+):([0-9]+(\.[0-9]+)?)(:([0-9]+)(:([0-9]+[kmg]?bit))?)?$ ]] ||
+        die "--net cluster:HOSTS:DROP_PERMILLE[:RANKS_PER_HOST[:RATE]] (e.g. cluster:4:1 or cluster:2:0:2:1gbit)"
+      hosts=${BASH_REMATCH[1]} drop=${BASH_REMATCH[2]} per_host=${BASH_REMATCH[5]:-1} rate=${BASH_REMATCH[7]}
+      [ "$per_host" -ge 1 ] || die "--net $net: at least one rank per host"
+      [ -z "$ranks" ] || [ "$ranks" = "$((hosts * per_host))" ] || die "--net $net runs $per_host rank(s) per host: --ranks must be $((hosts * per_host))"
       [ "$barrier" = mpi ] || die "--barrier host needs every rank on one host: not with --net $net" ;;
     *) die "--net \"$net\": shm, tcp, netns:PROFILE or cluster:HOSTS:DROP" ;;
   esac
@@ -252,7 +257,7 @@ IFS=, read -r -a net_list <<<"$nets"
 need_root=0
 for nt in "${net_list[@]}"; do
   set_net "$nt"
-  [ "$net_kind" = cluster ] && ranks=$hosts
+  [ "$net_kind" = cluster ] && ranks=$((hosts * per_host))
   [ "$net_kind" = netns ] || [ "$net_kind" = cluster ] && need_root=1
 done
 ranks=${ranks:-4}

@@ -83,6 +83,10 @@ typedef struct optireduce_bootstrap {
   void (*release)(void *context);
   /* Optional: what the front end reduces declined calls with, for messages ("PMPI_Allreduce"). */
   const char *own_path;
+  /* Optional: a collective over the group that gives the ranks passing the same color >= 0 a group
+   * of their own, ordered by key, in `out` (out->ranks 0 for color < 0; its release frees it).
+   * Without it a group's calls stay flat (OPTIREDUCE_HIERARCHY, README). */
+  int (*split)(void *context, int color, int key, struct optireduce_bootstrap *out);
 } optireduce_bootstrap;
 
 /* --- The process -------------------------------------------------------------------------------

@@ -31,7 +31,8 @@ class Bootstrap(ctypes.Structure):
     """optireduce_bootstrap."""
     _fields_ = [("rank", ctypes.c_int), ("ranks", ctypes.c_int), ("context", ctypes.c_void_p),
                 ("allgather", ALLGATHER), ("start_allgather", ALLGATHER), ("finish_allgather", FINISH_ALLGATHER),
-                ("allreduce_sum", ALLREDUCE_SUM), ("release", RELEASE), ("own_path", ctypes.c_char_p)]
+                ("allreduce_sum", ALLREDUCE_SUM), ("release", RELEASE), ("own_path", ctypes.c_char_p),
+                ("split", ctypes.c_void_p)]  # none: a group's calls stay flat
 
 
 def _candidates():

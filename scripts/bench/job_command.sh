@@ -11,7 +11,9 @@ net_settings() {  # sets mpi_net and net_env for the current network
       # shellcheck disable=SC2054  # "tcp,self" is one argument
       mpi_net=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
       net_env=(OPTIREDUCE_UCX_TLS=tcp OPTIREDUCE_UCX_NET_DEVICES=lo) ;;
-    cluster) net_env=(OPTIREDUCE_UCX_TLS=tcp OPTIREDUCE_UCX_NET_DEVICES=eth0) ;;
+    # Several ranks per host keep UCX's shared memory among them: only its network lanes are held.
+    cluster) net_env=(OPTIREDUCE_UCX_NET_DEVICES=eth0)
+             [ "${per_host:-1}" -gt 1 ] || net_env+=(OPTIREDUCE_UCX_TLS=tcp) ;;
   esac
 }
 
@@ -75,7 +77,9 @@ job_command() {  # contender dir
     local -a x=()
     for a in "${names[@]}"; do x+=(-x "$a=${value[$a]}"); done
     if [ "$net_kind" = cluster ]; then
-      cmd=("$root/scripts/cluster.sh" --hosts "$hosts" --drop "$drop" --stats "$dir/links.json" -q --mpirun --
+      local -a shape=(--ranks-per-host "$per_host")
+      [ -z "$rate" ] || shape+=(--rate "$rate")
+      cmd=("$root/scripts/cluster.sh" --hosts "$hosts" --drop "$drop" "${shape[@]}" --stats "$dir/links.json" -q --mpirun --
            "${x[@]}" "${program[@]}" "${prog_args[@]}")
     else
       cmd=(mpirun -np "$ranks" --oversubscribe "${mpi_net[@]}" "${x[@]}" "${program[@]}" "${prog_args[@]}")

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -26,6 +27,15 @@ class Bootstrap {
   // Collective: output = sum over ranks of input, exactly (input may equal output). False when
   // it failed.
   virtual bool allreduce_sum(const float* input, float* output, std::uint64_t count) = 0;
+
+  // Collective: the ranks that pass the same color >= 0 form a group of their own, ordered by
+  // key (a sub-engine's bootstrap: hierarchy/host_tiers.hpp); `out` is this rank's view of it
+  // (null for color < 0). False where the front end cannot split or the split failed.
+  virtual bool split(int color, int key, std::unique_ptr<Bootstrap>& out) {
+    (void)color, (void)key;
+    out.reset();
+    return false;
+  }
 
  private:
   std::vector<std::byte> pending_;

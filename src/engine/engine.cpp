@@ -36,6 +36,7 @@ TransportCounters Engine::transport_counters() const {
     if (!path) continue;
     sum += path->transport->counters();
   }
+  if (tiers_) sum += tiers_->transport_counters();
   return sum;
 }
 
@@ -49,8 +50,8 @@ std::size_t Engine::buffer_bytes() const {
   std::size_t staged = 0;
   for (const auto* path : {paths_.exact.get(), paths_.bounded.get()})
     if (path) staged += path->staging.bytes();
-  return staged + state_.scatter.buffer_bytes() +
-         state_.probe_output.capacity() * sizeof(float);
+  return staged + state_.scatter.buffer_bytes() + state_.probe_output.capacity() * sizeof(float) +
+         (tiers_ ? tiers_->buffer_bytes() : 0);
 }
 
 CallKind Engine::choose_kind(unsigned cls) const {
@@ -107,6 +108,17 @@ CallStats Engine::run_call(TarRequest call, bool allow_bounded) {
   // there, over the faster of the engine and the MPI.
   stats.kind = allow_bounded && !step_aside_.eligible() ? choose_kind(cls) : CallKind::exact;
   stats.sequence = ++state_.calls;
+  if (tiers_ && call.shape == CallShape{}) {
+    // Three stages: each slice's engine decides its own kind and agrees its own failures, and
+    // every rank learns of any through its host's all-gather (hierarchy/host_tiers.hpp).
+    stats.kind = CallKind::exact;
+    stats = tiers_->allreduce(static_cast<const float*>(call.input), static_cast<float*>(call.output), call.count,
+                              allow_bounded, std::move(stats), start);
+    if (!stats.ok()) broken_ = true;
+    state_.largest_call_bytes = std::max<std::size_t>(state_.largest_call_bytes, call.count * sizeof(float));
+    state_.last_call = stats;
+    return stats;
+  }
   // The path of the call, in one place: the job's MPI where it measured faster (one host, shared
   // memory: deadlines/step_aside.hpp; a float32 allreduce, what the MPI's own does), and while that
   // is measured; bounded calls over the bounded transport; exact ones over the exact transport

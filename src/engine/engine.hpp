@@ -18,6 +18,7 @@
 #include "optireduce/engine/deadlines/step_aside.hpp"
 #include "optireduce/engine/call/tar_call.hpp"
 #include "optireduce/engine/engine/transport_path.hpp"
+#include "optireduce/engine/hierarchy/host_tiers.hpp"
 #include "optireduce/transport.hpp"
 
 namespace optireduce {
@@ -55,6 +56,14 @@ class Engine {
   // what is still missing at the deadline is left out of the sum (never rescaled) and counted.
   CallStats reduce_scatter(const void* input, void* output, std::span<const std::uint64_t> counts, ElementFormat format,
                            bool bounded = false);
+
+  // Collective: from here on a float32 allreduce runs in three stages over `placement`
+  // (hierarchy/host_tiers.hpp), each slice's exchange over an engine `make` gives; 16-bit formats
+  // and reduce-scatters stay flat. On any rank's failure every rank stays flat and gets it back.
+  // Engine::create above does this where hierarchy/shape.hpp says the placement calls for it.
+  Status enable_hierarchy(const Placement& placement, const HostTiers::MakeEngine& make);
+  // Null while the calls are flat.
+  const HostTiers* tiers() const { return tiers_.get(); }
 
   int rank() const { return state_.rank; }
   int ranks() const { return state_.ranks; }
@@ -115,6 +124,7 @@ class Engine {
   EngineState state_;
   // After the state: destroyed first, so sends they still progress never read freed staging.
   Paths paths_;
+  std::unique_ptr<HostTiers> tiers_;  // three-stage calls; null: flat
   StepAside step_aside_{false, 0};  // set by create() once the ranks agreed it may
   bool broken_ = false;
 };

@@ -12,6 +12,7 @@
 #include "optireduce/engine/engine/engine.hpp"
 #include "optireduce/engine/log.hpp"
 #include "optireduce/engine/engine/transport_loader.hpp"
+#include "optireduce/engine/hierarchy/shape.hpp"
 #include "optireduce/engine/report/topology.hpp"
 
 namespace optireduce {
@@ -144,13 +145,31 @@ std::unique_ptr<Engine> Engine::create(int rank, int ranks, std::unique_ptr<Boot
                                        const EngineOptions& options, Status& status) {
   // Whether every rank is on this host decides what `auto` picks; every rank sees every name.
   const std::string mine = host_name();
-  const auto names = bootstrap->allgather({reinterpret_cast<const std::byte*>(mine.data()), mine.size()});
-  bool one_host = true;
-  for (const auto& n : names) one_host = one_host && std::string(reinterpret_cast<const char*>(n.data()), n.size()) == mine;
+  const auto blobs = bootstrap->allgather({reinterpret_cast<const std::byte*>(mine.data()), mine.size()});
+  std::vector<std::string> names;
+  for (const auto& n : blobs) names.emplace_back(reinterpret_cast<const char*>(n.data()), n.size());
+  const bool one_host = std::all_of(names.begin(), names.end(), [&](const std::string& n) { return n == mine; });
   const std::string bounded = options.bounded_calls ? bounded_module(options.transport, one_host) : std::string();
   auto exact = make("ucx", options);
-  return create(rank, ranks, std::move(exact), bounded.empty() ? nullptr : make(bounded, options), std::move(bootstrap),
-                options, status);
+  auto engine = create(rank, ranks, std::move(exact), bounded.empty() ? nullptr : make(bounded, options), std::move(bootstrap),
+                       options, status);
+  const Placement placement = placement_from_names(names);
+  if (!engine || names.size() != static_cast<std::size_t>(ranks) || !choose_shape(placement, options.hierarchy).hierarchical)
+    return engine;
+  // Each slice's engine is an engine like this one over its holders, one per host: flat.
+  EngineOptions flat = options;
+  flat.hierarchy = HierarchyMode::off;
+  const Status tiers = engine->enable_hierarchy(placement, [flat](int, int r, int n, std::unique_ptr<Bootstrap> b, Status& st) {
+    return Engine::create(r, n, std::move(b), flat, st);
+  });
+  if (!tiers.ok() && rank == 0) OR_LOG(warn, "calls stay flat over %s: %s", placement.counts_text().c_str(), tiers.text().c_str());
+  return engine;
+}
+
+Status Engine::enable_hierarchy(const Placement& placement, const HostTiers::MakeEngine& make) {
+  Status status;
+  tiers_ = HostTiers::create(state_.rank, placement, state_.comm_id, *state_.bootstrap, make, state_.options.watchdog, status);
+  return tiers_ ? Status{} : status;
 }
 
 std::unique_ptr<Engine> Engine::create(int rank, int ranks, std::unique_ptr<Transport> exact,

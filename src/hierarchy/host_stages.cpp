@@ -42,11 +42,15 @@ Status HostStages::reduce_scatter(const float* input, std::size_t elements, Elem
 }
 
 Status HostStages::all_gather(const float* reduced, ElementRange mine, float* output, std::size_t elements,
-                              Clock::time_point deadline) {
+                              Clock::time_point deadline, bool failed) {
   auto* result = reinterpret_cast<float*>(segment_.result());
   std::memcpy(result + mine.begin, reduced, mine.size() * sizeof(float));
+  if (failed) segment_.counter(me_, 2).store(call_, std::memory_order_relaxed);
   segment_.counter(me_, 1).store(call_, std::memory_order_release);
   OR_RETURN_IF_ERROR(wait_all(1, call_, deadline, "all-gather"));
+  for (int k = 0; k < segment_.local_ranks(); ++k)
+    if (segment_.counter(k, 2).load(std::memory_order_relaxed) == call_)
+      return PeerError("local rank " + std::to_string(k) + " of this host failed its part of call " + std::to_string(call_));
   std::memcpy(output, result, elements * sizeof(float));
   bytes_ += (mine.size() + elements) * sizeof(float);
   return {};

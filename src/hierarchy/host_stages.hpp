@@ -24,7 +24,10 @@ class HostStages {
   // host; `reduced` receives the sum over the host's ranks of that range (mine.size() floats).
   Status reduce_scatter(const float* input, std::size_t elements, ElementRange mine, float* reduced, Clock::time_point deadline);
   // `reduced`: this rank's range summed over every host; `output` receives all `elements`.
-  Status all_gather(const float* reduced, ElementRange mine, float* output, std::size_t elements, Clock::time_point deadline);
+  // `failed`: this rank's part of the call failed (a slice exchange, its reduce-scatter); then,
+  // or where another local rank's did, the all-gather fails too, on every local rank alike.
+  Status all_gather(const float* reduced, ElementRange mine, float* output, std::size_t elements, Clock::time_point deadline,
+                    bool failed = false);
 
   // Bytes this rank wrote to and read from the segment (the report's shared-memory bytes).
   std::uint64_t shared_memory_bytes() const { return bytes_; }

@@ -16,6 +16,14 @@ namespace optireduce {
 enum class CallKind { exact, calibration, bounded, fallback, mpi };
 const char* to_string(CallKind k);
 
+// A three-stage call's stages (hierarchy/host_tiers.hpp), this rank's share.
+struct StageStats {
+  bool hierarchical = false;
+  double host_reduce_us = 0, exchange_us = 0, host_gather_us = 0;
+  std::uint64_t network_bytes = 0;        // this rank's slice exchanges sent, headers included
+  std::uint64_t shared_memory_bytes = 0;  // this rank wrote to and read from its host's segment
+};
+
 struct CallStats {
   Status status;
   CallKind kind = CallKind::exact;
@@ -32,6 +40,7 @@ struct CallStats {
   double latency_us = 0;
   PhaseTimes deadline_us{};  // budget of each phase (0 for exact calls)
   PhaseTimes phase_us{};     // time each phase took
+  StageStats stages;         // of a three-stage call
   bool ok() const { return status.ok(); }
 };
 

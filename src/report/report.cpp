@@ -135,7 +135,11 @@ std::string render_rank(const RankReport& r) {
     << ", \"passthrough\": " << number(s.passthrough_time_us) << "}"
     << ", \"latency_us\": " << quantiles(s.latency_us) << ", \"size_classes\": " << size_classes(s)
     << ", \"bounded_calls\": " << s.bounded_calls << ", \"cut_calls\": " << s.cut_calls
-    << ", \"fallback_calls\": " << s.fallback_calls << ", \"mpi_calls\": " << s.mpi_calls << ", \"deadline_us\": " << quantiles(s.deadline_us)
+    << ", \"fallback_calls\": " << s.fallback_calls << ", \"mpi_calls\": " << s.mpi_calls
+    << ", \"hierarchy\": {\"placement\": " << quoted(s.placement) << ", \"calls\": " << s.hierarchical_calls
+    << ", \"host_reduce_us\": " << number(s.stage_totals.host_reduce_us) << ", \"exchange_us\": " << number(s.stage_totals.exchange_us)
+    << ", \"host_gather_us\": " << number(s.stage_totals.host_gather_us)
+    << ", \"network_bytes\": " << s.stage_totals.network_bytes << ", \"shared_memory_bytes\": " << s.stage_totals.shared_memory_bytes << "}" << ", \"deadline_us\": " << quantiles(s.deadline_us)
     << ", \"late_arrivals\": {\"messages\": " << r.late.messages << ", \"bytes\": " << r.late.bytes
     << ", \"wait_us\": " << number(r.late.wait_us) << ", \"call_wait_us\": " << number(r.late.call_wait_us) << "}"
     << ", \"divergent_calls\": " << r.divergent_calls << ", \"fallbacks\": " << r.fallbacks

@@ -77,6 +77,18 @@ void ProcessStats::record_intercepted(const CallRecord& call) {
   }
   if (call.fallback) ++totals_.fallback_calls;
   if (call.over_mpi) ++totals_.mpi_calls;
+  if (call.stages.hierarchical) {
+    StageStats& t = totals_.stage_totals;
+    ++totals_.hierarchical_calls;
+    t.host_reduce_us += call.stages.host_reduce_us, t.exchange_us += call.stages.exchange_us;
+    t.host_gather_us += call.stages.host_gather_us, t.network_bytes += call.stages.network_bytes;
+    t.shared_memory_bytes += call.stages.shared_memory_bytes;
+  }
+}
+
+void ProcessStats::record_placement(const std::string& placement) {
+  std::lock_guard lock(mutex_);
+  totals_.placement = placement;
 }
 
 void ProcessStats::record_passthrough(PassReason reason, double elapsed_us, Collective collective) {

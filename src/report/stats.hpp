@@ -8,8 +8,10 @@
 #include <mutex>
 #include <random>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "optireduce/engine/report/call_stats.hpp"
 #include "optireduce/engine/tar/call_shape.hpp"
 
 namespace optireduce {
@@ -25,6 +27,7 @@ struct CallRecord {
   bool cut = false;          // a phase closed at its deadline (or grace) before all its data was in
   bool over_mpi = false;     // stepped aside to the MPI's allreduce, measured faster (never a fallback)
   CallShape shape{};         // what the call computed: collective and element format
+  StageStats stages{};       // of a three-stage call
 };
 
 // Why a reduction (MPI_Allreduce, MPI_Reduce_scatter*, their non-blocking forms) went to the MPI
@@ -79,6 +82,11 @@ struct StatsSnapshot {
   // Intercepted calls by what they computed (CallShape::index()), and passthrough calls by collective.
   std::array<std::uint64_t, kCallShapes> intercepted_by_shape{};
   std::array<std::uint64_t, kCollectives> passthrough_by_collective{};
+  // Three-stage calls (hierarchy/host_tiers.hpp): how many, their stages summed, and the
+  // placement of the communicator that last took them ("2+2": ranks on each host).
+  std::uint64_t hierarchical_calls = 0;
+  StageStats stage_totals;
+  std::string placement;
   LatencySummary latency_us;
   LatencySummary deadline_us;  // over bounded calls
   std::vector<SizeClassSummary> size_classes;  // ascending
@@ -117,6 +125,7 @@ class ProcessStats {
   void record_passthrough(PassReason reason, double elapsed_us = 0, Collective collective = Collective::allreduce);
   void record_engine_created();
   void record_engine_failure();
+  void record_placement(const std::string& placement);
   StatsSnapshot snapshot() const;
   void reset();
 

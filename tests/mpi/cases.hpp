@@ -16,6 +16,7 @@ int case_first_use_race();     // a new communicator met by two threads at once
 int case_late_rank();          // one rank late by MPITEST_LATE_MS: exact, bounded, or one agreed failure
 int case_half();        // fp16/bf16 sums of 2-byte types with user ops: served; other ops passed, by reason
 int case_smoke();       // a few calls, for tests about configuration, reports and launch
+int case_hierarchy();   // one size of calls over several hosts (cluster.sh): replicas identical, sums right
 int case_reduce_scatter();  // MPI_Reduce_scatter(_block): every shape, exact, counted; what passes through
 
 // Bounded mode (case_bounded.cpp); run with OPTIREDUCE_MODE=bounded and the faults they name.

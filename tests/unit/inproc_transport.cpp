@@ -39,6 +39,31 @@ std::vector<std::vector<std::byte>> InProcFabric::allgather(int rank, std::span<
   return gather_result_;
 }
 
+std::shared_ptr<InProcFabric> InProcFabric::sub_fabric(std::uint64_t tag, int color, int ranks) {
+  std::lock_guard lock(mutex_);
+  auto& sub = subs_[{tag, color}];
+  if (!sub) sub = std::make_shared<InProcFabric>(ranks);
+  return sub;
+}
+
+bool InProcBootstrap::split(int color, int key, std::unique_ptr<Bootstrap>& out) {
+  const int mine[2] = {color, key};
+  const auto all = fabric_->allgather(rank_, std::as_bytes(std::span<const int>(mine)));
+  const std::uint64_t tag = ++splits_;
+  out.reset();
+  if (color < 0) return true;
+  std::vector<std::pair<int, int>> members;  // (key, rank)
+  for (int r = 0; r < static_cast<int>(all.size()); ++r) {
+    int theirs[2];
+    std::memcpy(theirs, all[r].data(), sizeof theirs);
+    if (theirs[0] == color) members.emplace_back(theirs[1], r);
+  }
+  std::sort(members.begin(), members.end());
+  const auto me = std::find(members.begin(), members.end(), std::pair<int, int>(key, rank_)) - members.begin();
+  out = std::make_unique<InProcBootstrap>(fabric_->sub_fabric(tag, color, static_cast<int>(members.size())), static_cast<int>(me));
+  return true;
+}
+
 Status InProcTransport::send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) {
   if ((lane == Lane::data || drop_control_) && drop_ && drop_(rank_, peer, header)) return {};
   InProcFabric::Message m{rank_, {header.begin(), header.end()}, {payload.begin(), payload.end()}};

@@ -6,6 +6,7 @@
 #include <deque>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <span>
 #include <memory>
 #include <mutex>
@@ -34,6 +35,9 @@ class InProcFabric {
 
   // All-gather among the ranks (a generation-counted rendezvous).
   std::vector<std::vector<std::byte>> allgather(int rank, std::span<const std::byte> mine);
+  // The fabric of a group split from this one: the same object for every caller passing the same
+  // tag and color (a split's number and color; a sub-engine's transports).
+  std::shared_ptr<InProcFabric> sub_fabric(std::uint64_t tag, int color, int ranks);
   // How many all-gathers (and so bootstrap collectives of any kind) the ranks completed.
   unsigned collectives() {
     std::lock_guard lock(mutex_);
@@ -49,6 +53,7 @@ class InProcFabric {
   int gather_count_ = 0;
   unsigned gather_generation_ = 0;
   std::vector<std::vector<std::byte>> gather_result_;
+  std::map<std::pair<std::uint64_t, int>, std::shared_ptr<InProcFabric>> subs_;
 };
 
 // A network for the bounded calls beside the exact one: a transport that may lose messages
@@ -114,10 +119,14 @@ class InProcBootstrap final : public AllgatherBootstrap {
   std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override {
     return fabric_->allgather(rank_, mine);
   }
+  // Over the all-gather: the members of this rank's color, ordered by key then rank.
+  bool split(int color, int key, std::unique_ptr<Bootstrap>& out) override;
+  const std::shared_ptr<InProcFabric>& fabric() const { return fabric_; }
 
  private:
   std::shared_ptr<InProcFabric> fabric_;
   int rank_;
+  std::uint64_t splits_ = 0;
 };
 
 // N engines over one in-process fabric, created concurrently (creation is collective). An entry

@@ -1,0 +1,168 @@
+#include "optireduce/engine/hierarchy/host_tiers.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "optireduce/engine/clock_us.hpp"
+#include "optireduce/engine/engine/engine.hpp"
+
+namespace optireduce {
+namespace {
+
+// Cuts fall on multiples of a cache line of floats, so no two local ranks write one line.
+constexpr std::size_t kGranule = 16;
+// The smallest slot a host's segment gets; it grows by doubling past it.
+constexpr std::size_t kFirstSlotBytes = std::size_t{1} << 20;
+
+// Collective over `parent`: whether every rank's flag is set.
+bool all_ranks(Bootstrap& parent, bool mine) {
+  const std::byte flag{static_cast<unsigned char>(mine ? 1 : 0)};
+  const auto all = parent.allgather({&flag, 1});
+  return std::all_of(all.begin(), all.end(), [](const auto& b) { return b.size() == 1 && b[0] == std::byte{1}; });
+}
+
+}  // namespace
+
+HostTiers::HostTiers(int rank, Placement placement, SliceMap slices, std::uint64_t comm_id, std::chrono::milliseconds watchdog)
+    : rank_(rank),
+      placement_(std::move(placement)),
+      slices_(std::move(slices)),
+      comm_id_(comm_id),
+      watchdog_(watchdog),
+      local_index_(placement_.local_index(rank)),
+      local_ranks_(placement_.ranks_on(placement_.host_of_rank[static_cast<std::size_t>(rank)])),
+      my_slices_(slices_.slices_of(rank)) {}
+
+HostTiers::~HostTiers() = default;
+
+std::unique_ptr<HostTiers> HostTiers::create(int rank, const Placement& placement, std::uint64_t comm_id, Bootstrap& parent,
+                                             const MakeEngine& make, std::chrono::milliseconds watchdog, Status& status) {
+  auto tiers = std::unique_ptr<HostTiers>(new HostTiers(rank, placement, map_slices(placement), comm_id, watchdog));
+  const int host = placement.host_of_rank[static_cast<std::size_t>(rank)];
+  // Every split first (collectives over every rank, in slice order), then the engines of this
+  // rank's slices in buffer order (each collective over its holders; a holder of several goes
+  // through them in the order every other holder does, so none waits in a cycle).
+  bool ok = true;
+  std::vector<std::unique_ptr<Bootstrap>> views;
+  for (int s = 0; s < static_cast<int>(tiers->slices_.slices.size()); ++s) {
+    const auto& holders = tiers->slices_.slices[static_cast<std::size_t>(s)].ranks;
+    const bool mine = std::find(holders.begin(), holders.end(), rank) != holders.end();
+    std::unique_ptr<Bootstrap> view;
+    ok = parent.split(mine ? s : -1, host, view) && ok;
+    if (mine) {
+      ok = ok && view != nullptr;
+      views.push_back(std::move(view));
+    }
+  }
+  if (!all_ranks(parent, ok)) {
+    status = Unavailable("the job's bootstrap could not make a group for each slice");
+    return nullptr;
+  }
+  Status made;
+  for (std::size_t i = 0; i < tiers->my_slices_.size(); ++i) {
+    Status one;
+    const int s = tiers->my_slices_[i];
+    auto engine = make(s, host, placement.hosts(), std::move(views[i]), one);
+    if (!engine && made.ok()) made = one;
+    tiers->engines_.push_back(std::move(engine));
+  }
+  if (!all_ranks(parent, made.ok())) {
+    status = made.ok() ? PeerError("another rank could not make the engine of one of its slices")
+                       : PeerError("the engine of a slice: " + made.text());
+    return nullptr;
+  }
+  return tiers;
+}
+
+Status HostTiers::fit_segment(std::size_t bytes, Clock::time_point deadline) {
+  if (segment_ && segment_->slot_bytes() >= bytes) return {};
+  std::size_t slot = std::max(kFirstSlotBytes, segment_ ? 2 * segment_->slot_bytes() : std::size_t{0});
+  while (slot < bytes) slot *= 2;
+  if (stages_) shm_bytes_before_ += stages_->shared_memory_bytes();
+  stages_.reset();
+  segment_.reset();
+  // A name of its own for each size: the last segment's may still be there on a slow rank.
+  const std::uint64_t id = comm_id_ + 0x9e3779b97f4a7c15ULL * ++segment_generation_;
+  const std::string& host = placement_.host_names[static_cast<std::size_t>(placement_.host_of_rank[static_cast<std::size_t>(rank_)])];
+  Status status;
+  segment_ = HostSegment::attach(id, host, local_index_, local_ranks_, slot, deadline, status);
+  if (!segment_) return status;
+  stages_ = std::make_unique<HostStages>(*segment_, local_index_);
+  return {};
+}
+
+CallStats HostTiers::allreduce(const float* input, float* output, std::uint64_t count, bool bounded, CallStats stats,
+                               Clock::time_point start) {
+  const auto deadline = start + watchdog_;
+  const auto elements = static_cast<std::size_t>(count);
+  const ElementRange mine = local_range(local_index_, local_ranks_, elements, kGranule);
+  stats.stages.hierarchical = true;
+  const std::uint64_t shm_before = shared_memory_bytes();
+  // Stage 1: this rank's range summed over its host. A host of one rank has nothing to sum: its
+  // slices are exchanged in the output.
+  Status failure;
+  float* work = output;
+  std::size_t work_begin = 0;
+  if (local_ranks_ == 1) {
+    if (input != output) std::memcpy(output, input, elements * sizeof(float));
+  } else {
+    reduced_.resize(std::max<std::size_t>(mine.size(), 1));
+    work = reduced_.data(), work_begin = mine.begin;
+    failure = fit_segment(elements * sizeof(float), deadline);
+    if (failure.ok()) failure = stages_->reduce_scatter(input, elements, mine, reduced_.data(), deadline);
+  }
+  const double reduced_at = us_since(start);
+  stats.stages.host_reduce_us = reduced_at;
+  // Stage 2: each of this rank's slices across hosts, in buffer order, run even after a failure.
+  const std::uint64_t sent_before = transport_counters().bytes_sent;
+  bool first = true;
+  for (std::size_t i = 0; i < my_slices_.size(); ++i) {
+    const ElementRange r = slices_.elements_of(my_slices_[i], elements, kGranule);
+    if (r.size() == 0) continue;  // every holder sees it empty alike
+    float* at = work + (r.begin - work_begin);
+    const CallStats one = engines_[i]->allreduce_sum(at, at, r.size(), bounded);
+    if (!one.ok() && failure.ok()) failure = one.status;
+    stats.dropped_entries += one.dropped_entries;
+    stats.filled_entries += one.filled_entries;
+    stats.cut = stats.cut || one.cut;
+    stats.transformed = stats.transformed || one.transformed;
+    if (first) {
+      // The report's kind, transport and budgets: those of this rank's first exchange.
+      stats.kind = one.kind, stats.transport = one.transport, stats.deadline_us = one.deadline_us;
+      stats.fill_agreed = one.fill_agreed;
+      first = false;
+    } else {
+      stats.fill_agreed = stats.fill_agreed && one.fill_agreed;
+    }
+    for (std::size_t p = 0; p < kTarPhases; ++p) stats.phase_us[p] += one.phase_us[p];
+  }
+  stats.stages.network_bytes = transport_counters().bytes_sent - sent_before;
+  const double exchanged_at = us_since(start);
+  stats.stages.exchange_us = exchanged_at - reduced_at;
+  // Stage 3: every host's sum to every local rank, and every local rank's failure to all.
+  if (local_ranks_ > 1 && stages_) {
+    const Status gathered = stages_->all_gather(reduced_.data(), mine, output, elements, deadline, !failure.ok());
+    if (failure.ok()) failure = gathered;
+  }
+  stats.stages.shared_memory_bytes = shared_memory_bytes() - shm_before;
+  stats.latency_us = us_since(start);
+  stats.stages.host_gather_us = stats.latency_us - exchanged_at;
+  stats.status = failure;
+  return stats;
+}
+
+TransportCounters HostTiers::transport_counters() const {
+  TransportCounters sum;
+  for (const auto& e : engines_)
+    if (e) sum += e->transport_counters();
+  return sum;
+}
+
+std::size_t HostTiers::buffer_bytes() const {
+  std::size_t bytes = reduced_.capacity() * sizeof(float);
+  for (const auto& e : engines_)
+    if (e) bytes += e->buffer_bytes();
+  return bytes;
+}
+
+}  // namespace optireduce

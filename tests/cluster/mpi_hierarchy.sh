@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# cluster.mpi_hierarchy_*: the three-stage call over scripts/cluster.sh --ranks-per-host (a
+# smaller -np fills hosts in order: 2 hosts x 3 slots -np 5 is 3 + 2), bounded mode, every link
+# losing PERMILLE per direction (0: clean). allreduce_check's hierarchy case checks every result
+# (replicas bitwise identical; exact where no exchange was bounded, else within 0.3 relative RMS
+# error). Then:
+#   - the report: every rank ran its calls through the engine, no failure;
+#   - each host's eth0 sent at most 1.2 x 2·B·(H−1)/H per call (what an allreduce needs), plus
+#     5 % for headers and 4 MiB for the job's start and checks, counted over the whole job
+#     (calibration included); a flat call would send L times it from a host of L ranks.
+#   mpi_hierarchy.sh CLUSTER_SH TIMEOUT_EXE LIBRARY CHECK_EXE WORKDIR HOSTS RANKS_PER_HOST NP PERMILLE
+set -uo pipefail
+cluster=$1 timeout_exe=$2 lib=$3 check=$4 work=$5 hosts=$6 per_host=$7 np=$8 permille=$9
+. "$(dirname "$0")/skip_unless_root_netns.sh"
+. "$(dirname "$0")/../netem/run_job.sh"
+command -v mpirun >/dev/null 2>&1 || { echo "SKIP: mpirun not found"; exit 77; }
+
+floats=$((1 << 20)) calls=30
+rm -rf "$work" && mkdir -p "$work" || exit 1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+cmd=("$timeout_exe" -k 10 200 "$cluster" --hosts "$hosts" --ranks-per-host "$per_host" --drop "$permille"
+  --stats "$work/links.json" --mpirun -- -np "$np" -x LD_PRELOAD="$lib" -x OPTIREDUCE_UCX_NET_DEVICES=eth0
+  -x OPTIREDUCE_MODE=bounded -x OPTIREDUCE_CALIBRATION_CALLS=3 -x OPTIREDUCE_LOSS_BUDGET=0.5
+  -x OPTIREDUCE_REPORT="$work/report.json" -x MPITEST_FLOATS=$floats -x MPITEST_CALLS=$calls
+  "$check" hierarchy)
+run_job 200 "${cmd[@]}"
+
+/usr/bin/python3 - "$work" "$hosts" "$np" "$floats" "$calls" <<'PY'
+import json, os, sys
+work, hosts, np, floats, calls = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+report = json.load(open(os.path.join(work, "report.json")))
+links = json.load(open(os.path.join(work, "links.json")))
+bad = []
+for r in sorted(report["ranks"], key=lambda r: r["rank"]):
+    print(f"rank {r['rank']} on {r['host']}: {r['intercepted_calls']} engine calls, {r['engine_failures']} failures")
+    if r["intercepted_calls"] < calls or r["engine_failures"]:
+        bad.append(f"rank {r['rank']}: {r['intercepted_calls']} engine calls, {r['engine_failures']} failures")
+b = floats * 4
+need = 2 * b * (hosts - 1) / hosts
+bound = calls * need * 1.2 * 1.05 + (4 << 20)
+for l in links["links"]:
+    per_call = l["eth0_tx_bytes"] / calls
+    print(f"link {l['host']}: eth0 tx {l['eth0_tx_bytes']} B, {per_call / need:.2f}x of 2B(H-1)/H per call")
+    if l["eth0_tx_bytes"] > bound:
+        bad.append(f"link {l['host']}: sent {l['eth0_tx_bytes']} B over {calls} calls, beyond {bound:.0f}")
+    if l["eth0_tx_bytes"] < calls * need * 0.9:
+        bad.append(f"link {l['host']}: sent only {l['eth0_tx_bytes']} B: the calls did not cross it")
+for x in bad:
+    print("FAIL:", x)
+print("PASS" if not bad else "")
+sys.exit(1 if bad else 0)
+PY
