@@ -38,19 +38,19 @@ program_args() {  # dir name [bench flags...]: sets prog_args
 # cannot run on this network.
 job_command() {  # contender dir
   local c=$1 dir=$2 preload=1 runner=mpi a
-  local -a settings=() shape=()
+  local -a settings=() call_shape=()
   cmd=()
   net_settings
   for a in ${defs[$c]}; do
     case $a in
       preload=no) preload=0 ;;
       runner=gloo) runner=gloo ;;
-      format=*|collective=*) shape+=("--${a%%=*}" "${a#*=}") ;;
+      format=*|collective=*) call_shape+=("--${a%%=*}" "${a#*=}") ;;
       *) settings+=("$a") ;;
     esac
   done
-  [ "$runner" = mpi ] || [ ${#shape[@]} -eq 0 ] || { skip_reason="gloo runs float32 allreduces only"; return 1; }
-  program_args "$dir" "$c" "${shape[@]}"
+  [ "$runner" = mpi ] || [ ${#call_shape[@]} -eq 0 ] || { skip_reason="gloo runs float32 allreduces only"; return 1; }
+  program_args "$dir" "$c" "${call_shape[@]}"
   # --syscalls: strace -c per rank (MPI: one file per rank; Gloo: its launcher and all its ranks).
   if [ "$runner" = gloo ]; then
     [ "$net_kind" != cluster ] || { skip_reason="gloo starts its ranks on one host: not with --net cluster"; return 1; }
