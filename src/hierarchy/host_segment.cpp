@@ -26,8 +26,8 @@ struct Header {
 static_assert(sizeof(Header) <= kLine);
 
 struct Control {
-  std::atomic<std::uint64_t> counters[3];
-  char pad[kLine - 3 * sizeof(std::atomic<std::uint64_t>)];
+  std::atomic<std::uint64_t> counters[4];
+  char pad[kLine - 4 * sizeof(std::atomic<std::uint64_t>)];
 };
 static_assert(sizeof(Control) == kLine);
 

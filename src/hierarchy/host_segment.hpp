@@ -37,7 +37,8 @@ class HostSegment {
   std::byte* slot(int local_index) const;
   std::byte* result() const;
   // A local rank's counter `which` (0: its input is in its slot, 1: its reduced range is in the
-  // result, 2: its part of the call failed), the number of the last call that reached that point.
+  // result, 2: its part of the call failed), the number of the last call that reached that point;
+  // 3: the result entries its slices' exchanges left out in its last call.
   std::atomic<std::uint64_t>& counter(int local_index, int which) const;
 
  private:

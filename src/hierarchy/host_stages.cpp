@@ -42,12 +42,17 @@ Status HostStages::reduce_scatter(const float* input, std::size_t elements, Elem
 }
 
 Status HostStages::all_gather(const float* reduced, ElementRange mine, float* output, std::size_t elements,
-                              Clock::time_point deadline, bool failed) {
+                              Clock::time_point deadline, bool failed, std::uint64_t* dropped) {
   auto* result = reinterpret_cast<float*>(segment_.result());
   std::memcpy(result + mine.begin, reduced, mine.size() * sizeof(float));
   if (failed) segment_.counter(me_, 2).store(call_, std::memory_order_relaxed);
+  if (dropped) segment_.counter(me_, 3).store(*dropped, std::memory_order_relaxed);
   segment_.counter(me_, 1).store(call_, std::memory_order_release);
   OR_RETURN_IF_ERROR(wait_all(1, call_, deadline, "all-gather"));
+  if (dropped) {
+    *dropped = 0;
+    for (int k = 0; k < segment_.local_ranks(); ++k) *dropped += segment_.counter(k, 3).load(std::memory_order_relaxed);
+  }
   for (int k = 0; k < segment_.local_ranks(); ++k)
     if (segment_.counter(k, 2).load(std::memory_order_relaxed) == call_)
       return PeerError("local rank " + std::to_string(k) + " of this host failed its part of call " + std::to_string(call_));

@@ -26,8 +26,10 @@ class HostStages {
   // `reduced`: this rank's range summed over every host; `output` receives all `elements`.
   // `failed`: this rank's part of the call failed (a slice exchange, its reduce-scatter); then,
   // or where another local rank's did, the all-gather fails too, on every local rank alike.
+  // `dropped`: in, the entries this rank's exchanges left out; out, those of every local rank
+  // (each slice has one holder on the host: the host's sum is the whole call's).
   Status all_gather(const float* reduced, ElementRange mine, float* output, std::size_t elements, Clock::time_point deadline,
-                    bool failed = false);
+                    bool failed = false, std::uint64_t* dropped = nullptr);
 
   // Bytes this rank wrote to and read from the segment (the report's shared-memory bytes).
   std::uint64_t shared_memory_bytes() const { return bytes_; }

@@ -141,7 +141,9 @@ CallStats HostTiers::allreduce(const float* input, float* output, std::uint64_t 
   stats.stages.exchange_us = exchanged_at - reduced_at;
   // Stage 3: every host's sum to every local rank, and every local rank's failure to all.
   if (local_ranks_ > 1 && stages_) {
-    const Status gathered = stages_->all_gather(reduced_.data(), mine, output, elements, deadline, !failure.ok());
+    // The call's dropped entries: every slice's, the same count on every rank.
+    const Status gathered =
+        stages_->all_gather(reduced_.data(), mine, output, elements, deadline, !failure.ok(), &stats.dropped_entries);
     if (failure.ok()) failure = gathered;
   }
   stats.stages.shared_memory_bytes = shared_memory_bytes() - shm_before;

@@ -26,7 +26,8 @@ timeout_exe=$1 seconds=$2 mpiexec=$3 lib=$4 bench=$5 work=$6
 rm -rf "$work" && mkdir -p "$work" || exit 1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-# The stopper picks among the job's ranks by process name (the kernel keeps its first 15 bytes).
+# The stopper picks among the job's ranks by process name (the kernel keeps its first 15 bytes),
+# only in this run's network namespace, so another job of the same program on the host is left alone.
 name=$(basename "$bench" | cut -c1-15)
 job=("$timeout_exe" -k 10 "$seconds" "$mpiexec" -np 4 --oversubscribe --mca pml ob1 --mca btl tcp,self
   --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo -x LD_PRELOAD="$lib" -x OPTIREDUCE_TRANSPORT="$transport"
@@ -34,11 +35,11 @@ job=("$timeout_exe" -k 10 "$seconds" "$mpiexec" -np 4 --oversubscribe --mca pml 
   latency --sizes 4M)
 job_line=${job[*]@Q}
 stopper="while [ ! -e '$work/stop' ]; do
-    pids=(\$(pgrep -x ${name@Q}))
+    pids=(\$(pgrep --ns \$\$ --nslist net -x ${name@Q}))
     if [ \${#pids[@]} -eq 4 ]; then
       kill -STOP \${pids[RANDOM % 4]} 2>/dev/null && echo stop >> '$work/stops'
       sleep \$(awk -v r=\$RANDOM 'BEGIN { print (20 + r % 181) / 1000 }')
-      pkill -CONT -x ${name@Q}
+      pkill -CONT --ns \$\$ --nslist net -x ${name@Q}
     fi
     sleep \$(awk -v r=\$RANDOM 'BEGIN { print (100 + r % 200) / 1000 }')
   done"

@@ -111,8 +111,9 @@ TEST(HostTiers, ExactSumBufferShorterThanTheSlices) { expect_exact({3, 2}, 5); }
 // Bounded calls past calibration, cross-host datagrams lost (and resent) and chunks discarded at
 // receivers (never resent): the fill agreement of each slice's exchange and the host's all-gather
 // keep every replica identical, exact where nothing was dropped, and the error explained by what
-// was: every holder of a slice reports its dropped entries, and a dropped entry (two hosts'
-// contributions, one scaled to stand for both) is off by about its own size.
+// was: every rank reports the whole call's dropped entries (every slice's, the same count), and
+// a dropped entry (two hosts' contributions, one scaled to stand for both) is off by about its
+// own size.
 void expect_consistent_under_loss(const std::vector<int>& counts) {
   EngineOptions options;
   options.hadamard = HadamardMode::off;  // a dropped chunk then shows in its own entries only
@@ -132,22 +133,26 @@ void expect_consistent_under_loss(const std::vector<int>& counts) {
   std::uint64_t bounded = 0, dropped = 0;
   for (int c = 0; c < calls; ++c) {
     const auto sum = exact_sum(ranks, c, count);
-    std::uint64_t call_dropped = 0;
     for (int r = 0; r < ranks; ++r) {
       const std::size_t at = static_cast<std::size_t>(c * ranks + r);
       ASSERT_TRUE(out.stats[at].ok()) << "rank " << r << " call " << c << ": " << out.stats[at].status.text();
       ASSERT_EQ(out.results[at], out.results[static_cast<std::size_t>(c * ranks)]) << "replica of rank " << r << ", call " << c;
       EXPECT_TRUE(out.stats[at].stages.hierarchical);
       bounded += out.stats[at].kind == CallKind::bounded;
-      call_dropped += out.stats[at].dropped_entries;
+      EXPECT_EQ(out.stats[at].dropped_entries, out.stats[static_cast<std::size_t>(c * ranks)].dropped_entries)
+          << "rank " << r << ", call " << c;
     }
+    const std::uint64_t call_dropped = out.stats[static_cast<std::size_t>(c * ranks)].dropped_entries;
     dropped += call_dropped;
     double error = 0, norm = 0;
+    std::uint64_t differing = 0;
     for (std::uint64_t i = 0; i < count; ++i) {
       const double d = double(out.results[static_cast<std::size_t>(c * ranks)][i]) - sum[i];
       error += d * d, norm += double(sum[i]) * sum[i];
+      differing += d != 0;
     }
-    const double fraction = double(call_dropped) / double(counts.size()) / double(count);
+    EXPECT_LE(differing, call_dropped) << "call " << c << ": every wrong entry is counted as dropped";
+    const double fraction = double(call_dropped) / double(count);
     if (call_dropped == 0) {
       EXPECT_EQ(error, 0.0) << "call " << c << " dropped nothing yet differs from the sum";
     } else {
