@@ -22,6 +22,9 @@ output directory.
 what to measure (one of):
   --sizes LIST         latency of each size, comma-separated, K/M/G = KiB/MiB/GiB, decimals allowed
                        (the default mode; default 1M,4M,16M,64M)
+  --counts LIST        latency of each element count in (e.g. 4M: 2^22 elements per rank), so that
+                       contenders of different formats or collectives (format=, collective=
+                       below) share a row
   --step LIST          a DDP-shaped step: one in-place buffer per bucket, reduced in reverse order,
                        the step timed (e.g. 0.25M,6.25M,6.25M,6.25M,5.5M)
   --buckets [LIST]     a step of 20 distinct bucket sizes (1 to 7.75 MiB, three size classes),
@@ -64,7 +67,10 @@ contenders:
                        define (or redefine) a contender and add it to the list: space-separated
                        VAR=VALUE settings forwarded to its ranks with -x, OptiReduce preloaded,
                        e.g. --contender 'or-fec=OPTIREDUCE_TRANSPORT=ofi OPTIREDUCE_FEC=4';
-                       the pseudo-setting preload=no leaves the library out (MPI variants)
+                       the pseudo-setting preload=no leaves the library out (MPI variants);
+                       format=f32|bf16|fp16 and collective=allreduce|reduce_scatter_block pick
+                       what the contender's optireduce-bench calls (16-bit: Horovod's datatype
+                       and op), e.g. --contender 'ompi-fp16=preload=no format=fp16'
   --baseline NAME      the contender ratios are taken against (default ompi)
   --env VAR=VALUE      forwarded to every contender's ranks (repeatable)
 
@@ -153,6 +159,7 @@ orig_args=("$@")
 while [ $# -gt 0 ]; do
   case "$1" in
     --sizes) need "$@"; mode=latency; list=$2; shift 2 ;;
+    --counts) need "$@"; mode=counts; list=$2; shift 2 ;;
     --step) need "$@"; mode=step; list=$2; shift 2 ;;
     --buckets)
       mode=buckets; list=$buckets20
@@ -204,6 +211,7 @@ done
 # --- settings ---------------------------------------------------------------------------------------
 case $mode in
   latency) list=${list:-1M,4M,16M,64M}; warmup=${warmup:-30}; iters=${iters:-50} ;;
+  counts) warmup=${warmup:-30}; iters=${iters:-50} ;;
   small) warmup=${warmup:-30}; iters=${iters:-200} ;;
   step|buckets) warmup=${warmup:-10}; iters=${iters:-30} ;;
   sweep) warmup=${warmup:-30}; iters=${iters:-50} ;;

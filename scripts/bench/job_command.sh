@@ -17,9 +17,9 @@ net_settings() {  # sets mpi_net and net_env for the current network
   esac
 }
 
-program_args() {  # dir name: sets prog_args
+program_args() {  # dir name [bench flags...]: sets prog_args
   prog_args=(--warmup "$warmup" --iters "$iters" --warmup-calls "$warmup_calls" --tolerance "$tolerance"
-             --barrier "$barrier" --json "$1/out.json" --label "$2")
+             --barrier "$barrier" --json "$1/out.json" --label "$2" "${@:3}")
   [ "$inject" = 1 ] && prog_args+=(--corrupt-result 1)
   [ "$in_place" = 1 ] && prog_args+=(--in-place)
   case $mode in
@@ -28,6 +28,7 @@ program_args() {  # dir name: sets prog_args
     model)
       prog_args+=(model --model "$list")
       [ -z "$scale" ] || prog_args+=(--scale "$scale") ;;
+    counts) prog_args+=(latency --counts "$list") ;;
     *) prog_args+=(latency --sizes "$list") ;;
   esac
   return 0
@@ -37,17 +38,19 @@ program_args() {  # dir name: sets prog_args
 # cannot run on this network.
 job_command() {  # contender dir
   local c=$1 dir=$2 preload=1 runner=mpi a
-  local -a settings=()
+  local -a settings=() call_shape=()
   cmd=()
   net_settings
   for a in ${defs[$c]}; do
     case $a in
       preload=no) preload=0 ;;
       runner=gloo) runner=gloo ;;
+      format=*|collective=*) call_shape+=("--${a%%=*}" "${a#*=}") ;;
       *) settings+=("$a") ;;
     esac
   done
-  program_args "$dir" "$c"
+  [ "$runner" = mpi ] || [ ${#call_shape[@]} -eq 0 ] || { skip_reason="gloo runs float32 allreduces only"; return 1; }
+  program_args "$dir" "$c" "${call_shape[@]}"
   # --syscalls: strace -c per rank (MPI: one file per rank; Gloo: its launcher and all its ranks).
   if [ "$runner" = gloo ]; then
     [ "$net_kind" != cluster ] || { skip_reason="gloo starts its ranks on one host: not with --net cluster"; return 1; }

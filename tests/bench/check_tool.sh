@@ -9,7 +9,10 @@
 #   model:  a scaled ResNet-50 of 1 MiB buckets: the DDP buckets (1 + 4 of 97), the compute sleep
 #           scaled alike, the preparatory calls of its one size class, iterations no shorter than
 #           their calls
-#   errors: a wrong result (--corrupt-result) exits 3; bad usage exits 2 with one line naming it
+#   formats: an fp16 reduce-scatter and an in-place bf16 allreduce (Horovod's datatype and op) of
+#           512K elements, served by the engine, every result exact
+#   errors: a wrong result (--corrupt-result) exits 3, of float32 and of a 16-bit reduce-scatter;
+#           bad usage exits 2 with one line naming it
 #   check_tool.sh MPIEXEC LIBRARY BENCH WORKDIR
 set -uo pipefail
 mpiexec=$1 lib=$2 bench=$3 work=$4
@@ -30,13 +33,23 @@ job model --warmup 1 --iters 2 --warmup-calls 2 model --model resnet50 --scale 0
 grep -q "optireduce-bench: resnet50: p50 .* ms over 2 timed steps; 15 of 15 calls by the engine" "$work/model.stdout" \
   || fail "model: no summary line on stdout: $(cat "$work/model.stdout")"
 
+job rs16 --warmup 1 --iters 2 --format fp16 --collective reduce_scatter_block latency --counts 512K \
+  || fail "rs16 exited $?: $(tail -n 3 "$work/rs16.stderr")"
+job bf16 --warmup 1 --iters 2 --format bf16 --in-place latency --counts 512K \
+  || fail "bf16 exited $?: $(tail -n 3 "$work/bf16.stderr")"
+job wrong16 --warmup 0 --iters 2 --corrupt-result 2 --format bf16 --collective reduce_scatter_block latency --counts 512K
+rc=$?
+[ "$rc" -eq 3 ] || fail "a wrong bf16 reduce-scatter result: exit $rc, expected 3"
+grep -q "wrong result: entry 0" "$work/wrong16.stderr" || fail "a wrong bf16 result: not reported: $(cat "$work/wrong16.stderr")"
+
 job wrong --warmup 0 --iters 2 --corrupt-result 1 latency --sizes 1M
 rc=$?
 [ "$rc" -eq 3 ] || fail "a wrong result: exit $rc, expected 3"
 grep -q "wrong result: entry 0" "$work/wrong.stderr" || fail "a wrong result: not reported: $(cat "$work/wrong.stderr")"
 
 # Bad usage, before MPI starts: one line, exit 2.
-for bad in "--sizes 1M step --buckets 1M" "latency --sizes 3" "model --model vgg" "sweep --min 1M --max 4K"; do
+for bad in "--sizes 1M step --buckets 1M" "latency --sizes 3" "model --model vgg" "sweep --min 1M --max 4K" \
+  "latency --sizes 4K --counts 1K" "--format fp8 latency"; do
   # shellcheck disable=SC2086  # the words of $bad are the arguments
   out=$("$bench" $bad 2>&1)
   rc=$?
@@ -64,6 +77,15 @@ for name in ("sweep", "step", "model"):
         expect(f"{name} {e['name']}: not exact, wrong, failed", (c["not_exact"], c["wrong"], c["failed"]), (0, 0, 0))
         expect(f"{name} {e['name']}: calls checked", c["calls"], 3 * e["calls_per_iteration"])
         expect(f"{name} {e['name']}: iterations", len(e["iteration_ms"]), 3)
+
+for name, fmt, coll in (("rs16", "fp16", "reduce_scatter_block"), ("bf16", "bf16", "allreduce")):
+    d = load(name)
+    expect(f"{name}: format, collective", (d["format"], d["collective"]), (fmt, coll))
+    e = d["entries"][0]
+    c = e["check"]
+    expect(f"{name}: entry", (e["name"], e["buckets_bytes"]), ("512K-elements", [1 << 20]))
+    expect(f"{name}: not exact, wrong, failed", (c["not_exact"], c["wrong"], c["failed"]), (0, 0, 0))
+    expect(f"{name}: calls by the engine (reliable mode)", (c["calls"], e["kinds_all"]["exact"]), (3, 3))
 
 sweep = load("sweep")["entries"]
 expect("sweep: entries", [e["name"] for e in sweep], ["512K", "1M"])

@@ -296,20 +296,27 @@ SeedOutcome run_seed(const FaultSchedule& s) {
     allowed_ms /= 1000;
     Clock::time_point last_left{};
     for (int r = 0; r < ranks; ++r) last_left = std::max(last_left, row[r].left);
-    for (const auto& d : s.deschedules) {
-      const double from = std::max(d.start_ms, fabric->job_ms(last_entry)), to = std::min(d.start_ms + d.length_ms, fabric->job_ms(last_left));
-      if (to > from) allowed_ms += to - from;
-    }
+    // The injected descheduling between two moments (job time), each stretch counted once.
+    auto descheduled_ms = [&](Clock::time_point a, Clock::time_point b) {
+      double ms = 0;
+      for (const auto& d : s.deschedules) {
+        const double from = std::max(d.start_ms, fabric->job_ms(a)), to = std::min(d.start_ms + d.length_ms, fabric->job_ms(b));
+        if (to > from) ms += to - from;
+      }
+      return ms;
+    };
+    allowed_ms += descheduled_ms(last_entry, last_left);
     const double margin_ms = 2 * scheduler.worst_ms(last_entry, last_left) + 5;
     allowed_ms += margin_ms;
     // Where a peer's word that it knows never comes (every copy lost, and the peer, gone on,
     // answers nothing), a rank that knows waits for it until that peer's hard deadline and its
     // failure notice's wait (call/list_exchange.cpp): the hard bound, counted from the first
-    // entry plus the entries' spread.
+    // entry plus the entries' spread. A rank descheduled as it entered is heard from only once it
+    // runs again (the engine cannot tell that from a late entry): the descheduling counts too.
     Clock::time_point first_entry = last_entry;
     for (int r = 0; r < ranks; ++r) first_entry = std::min(first_entry, row[r].entered);
     const double hard_ms = double(options.timeout.count()) + 2 * std::chrono::duration<double, std::milli>(last_entry - first_entry).count() +
-                           100 + margin_ms;
+                           2 * descheduled_ms(first_entry, last_left) + 100 + margin_ms;
     bool past_waits = false;
     for (int r = 0; r < ranks; ++r) {
       const double took_ms = std::chrono::duration<double, std::milli>(row[r].left - last_entry).count();

@@ -30,7 +30,10 @@ constexpr unsigned kPeriod = 33;
 // Walks key(i, c) for i = 0, 1, ... without a division per entry.
 class KeyWalk {
  public:
-  explicit KeyWalk(std::uint64_t call) : key_(static_cast<unsigned>((5 * (call % kPeriod)) % kPeriod)) {}
+  // From entry `first` on.
+  explicit KeyWalk(std::uint64_t call, std::size_t first = 0)
+      : key_(static_cast<unsigned>((7 * (first % kPeriod) + 13 * ((first / 4096) % kPeriod) + 5 * (call % kPeriod)) % kPeriod)),
+        i_(static_cast<unsigned>(first % 4096)) {}
   unsigned next() {
     const unsigned k = key_;
     key_ += 7;
@@ -41,7 +44,7 @@ class KeyWalk {
 
  private:
   unsigned key_;
-  unsigned i_ = 0;
+  unsigned i_;
 };
 
 inline void fill_input(float* out, std::size_t n, int rank, std::uint64_t call) {
@@ -64,7 +67,8 @@ struct Deviation {
   double relative() const { return rms_exact > 0 ? rms_error / rms_exact : rms_error; }
 };
 
-inline Deviation deviation(const float* result, std::size_t n, int nranks, std::uint64_t call) {
+// result[i] is entry first + i of the sum (a reduce-scatter's block starts at its offset).
+inline Deviation deviation(const float* result, std::size_t n, int nranks, std::uint64_t call, std::size_t first = 0) {
   std::array<float, kPeriod> exact{};
   for (unsigned k = 0; k < kPeriod; ++k) {
     int s = 0;
@@ -73,7 +77,7 @@ inline Deviation deviation(const float* result, std::size_t n, int nranks, std::
   }
   Deviation d;
   double err2 = 0, exact2 = 0;
-  KeyWalk key(call);
+  KeyWalk key(call, first);
   for (std::size_t i = 0; i < n; ++i) {
     const float e = exact[key.next()];
     const float got = result[i];

@@ -109,6 +109,7 @@ std::string run_json(const Options& opt, int nranks, const EngineProbe& probe, d
   bool failed = false;
   std::ostringstream js;
   js << "{\"tool\": \"optireduce-bench\", \"mode\": \"" << opt.mode << "\", \"label\": \"" << opt.label
+     << "\", \"format\": \"" << format_name(opt.format) << "\", \"collective\": \"" << collective_name(opt.collective)
      << "\", \"ranks\": " << nranks << ", \"in_place\": " << (opt.in_place ? "true" : "false")
      << ", \"barrier\": \"" << (opt.host_barrier ? "host" : "mpi") << "\""
      << ", \"optireduce_loaded\": " << (probe.loaded() ? "true" : "false") << ", \"library_version\": \""

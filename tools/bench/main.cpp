@@ -1,5 +1,6 @@
-// optireduce-bench: times float32 MPI_Allreduce(SUM) the way a user's job calls it and checks every
-// result against the exact sum (inputs.hpp).
+// optireduce-bench: times a sum the way a user's job calls it (float32 MPI_Allreduce by default;
+// --format bf16/fp16 with Horovod's datatype and op, --collective reduce_scatter_block:
+// reduction.hpp) and checks every result against the exact sum (inputs.hpp).
 //
 // A plain MPI program, not linked to OptiReduce: run it as is to measure the MPI library, with
 // LD_PRELOAD=liboptireduce.so (or under optireduce-run) to measure the engine. Each contender thus
@@ -25,6 +26,7 @@
 // usage. The JSON is written in every case.
 //
 //   mpirun -np 4 optireduce-bench latency --sizes 1M,16M --warmup 30 --iters 50 --json out.json
+//   mpirun -np 4 optireduce-bench latency --counts 4M --format fp16 --collective reduce_scatter_block
 //   mpirun -np 4 optireduce-bench step --buckets 0.25M,6.25M,6.25M,6.25M,5.5M --json out.json
 //   mpirun -np 4 optireduce-bench model --model resnet50 --iters 5
 #include <mpi.h>
@@ -54,17 +56,31 @@ double peak_rss_mib() {
 // Parses the command line into opt (entries included). Returns -1 to go on, else the exit code.
 int parse(int argc, char** argv, Options& opt) {
   CLI::App app{
-      "Times float32 MPI_Allreduce(SUM) as a user's job calls it and checks every result against the exact sum. "
+      "Times a sum (float32 MPI_Allreduce by default) as a user's job calls it and checks every result against the "
+      "exact sum. "
       "One contender per run: as is for the MPI library, with LD_PRELOAD=liboptireduce.so for OptiReduce "
       "(scripts/bench.sh compares them).",
       "optireduce-bench"};
   optireduce::tools::add_version_flag(app);
   app.require_subcommand(0, 1);
-  std::string sizes = "1M,4M,16M", buckets, barrier = "mpi";
+  std::string sizes = "1M,4M,16M", counts, buckets, barrier = "mpi", format = "f32", collective = "allreduce";
   int warmup = -1, iters = -1, warmup_calls = -1;
   bool no_check = false;
   // One set of flags, before or after the subcommand.
   app.add_option("--sizes", sizes, "latency: sizes in bytes, comma-separated, K/M/G = KiB/MiB/GiB, decimals allowed")
+      ->capture_default_str();
+  app.add_option("--counts", counts,
+                 "latency: sizes in elements per rank in (instead of --sizes), comma-separated, K/M/G = 2^10/2^20/2^30; "
+                 "entries are named \"<count>-elements\", so runs of different formats compare");
+  app.add_option("--format", format,
+                 "element format: f32 (MPI_FLOAT, MPI_SUM) or bf16/fp16 (MPI_Type_contiguous(2, MPI_BYTE) and an "
+                 "MPI_Op_create sum: Horovod's recipe); --sizes and --buckets stay in bytes")
+      ->check(CLI::IsMember({"f32", "bf16", "fp16"}))
+      ->capture_default_str();
+  app.add_option("--collective", collective,
+                 "allreduce (MPI_Allreduce) or reduce_scatter_block (MPI_Reduce_scatter_block: each rank gets 1/ranks "
+                 "of the elements in, checked against its block of the sum)")
+      ->check(CLI::IsMember({"allreduce", "reduce_scatter_block"}))
       ->capture_default_str();
   app.add_option("--warmup", warmup,
                  "untimed iterations first (calls, or steps): they cover calibration (default 30 calls, 10 steps, "
@@ -124,8 +140,12 @@ int parse(int argc, char** argv, Options& opt) {
     app.parse(argc, argv);
     opt.mode = sweep->parsed() ? "sweep" : step->parsed() ? "step" : model->parsed() ? "model" : "latency";
     const bool steps = opt.mode == "step" || opt.mode == "model";
-    if (app.count("--sizes") && opt.mode != "latency")
+    if ((app.count("--sizes") || app.count("--counts")) && opt.mode != "latency")
       throw CLI::ValidationError("--sizes", "goes with latency only (sweep takes --min and --max, step --buckets, model --model)");
+    if (app.count("--sizes") && app.count("--counts"))
+      throw CLI::ValidationError("--counts", "replaces --sizes: give one of them");
+    opt.format = parse_format(format);
+    opt.collective = parse_collective(collective);
     opt.warmup = warmup >= 0 ? warmup : opt.mode == "model" ? 1 : steps ? 10 : 30;
     opt.iters = iters >= 0 ? iters : opt.mode == "model" ? 5 : steps ? 30 : 50;
     warmup_calls = warmup_calls >= 0 ? warmup_calls : opt.mode == "model" ? 22 : 0;
@@ -140,6 +160,9 @@ int parse(int argc, char** argv, Options& opt) {
                                           bucket_mib, first_bucket_mib, compute_ms));
     } else if (opt.mode == "step") {
       opt.entries.push_back({"step", parse_sizes(buckets)});
+    } else if (!counts.empty()) {
+      const std::uint64_t elem = opt.format == Format::f32 ? 4 : 2;
+      for (auto count : parse_sizes(counts)) opt.entries.push_back({size_name(count) + "-elements", {count * elem}});
     } else {
       const auto list = opt.mode == "sweep" ? sweep_sizes(parse_size(from), parse_size(to), factor) : parse_sizes(sizes);
       for (auto bytes : list) opt.entries.push_back({size_name(bytes), {bytes}});

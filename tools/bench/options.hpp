@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "reduction.hpp"
+
 namespace optireduce::bench {
 
 // One entry of a run: a size (latency, sweep), a step of buckets (step) or a model's step (model).
@@ -29,6 +31,8 @@ struct Options {
   int warmup = 30;
   int iters = 50;
   bool in_place = false;
+  Format format = Format::f32;
+  Collective collective = Collective::allreduce;
   bool check = true;          // every result against the exact sum
   bool host_barrier = false;  // --barrier host
   double tolerance = 1e-3;

@@ -14,14 +14,20 @@ namespace optireduce::bench {
 namespace {
 // JSON has no infinity: a result with a NaN or an infinite entry gets this huge error instead.
 double finite(double x) { return std::isfinite(x) ? x : 1e300; }
-float* result_of(std::vector<std::vector<float>>& send, std::vector<std::vector<float>>& recv, std::size_t b) {
-  return recv[b].empty() ? send[b].data() : recv[b].data();
-}
 }  // namespace
 
-Runner::Runner(const Options& opt, MPI_Comm comm) : opt_(opt), comm_(comm) {
+Runner::Runner(const Options& opt, MPI_Comm comm)
+    : opt_(opt), comm_(comm), reduction_(opt.format, opt.collective, comm) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &nranks_);
+  for (const auto& e : opt_.entries)
+    for (auto bytes : e.buckets) {
+      if (bytes % reduction_.element_bytes())
+        throw std::runtime_error(e.name + ": " + std::to_string(bytes) + " bytes is not a whole number of " +
+                                 format_name(opt_.format) + " elements");
+      if (const auto why = reduction_.unfit_count(bytes / reduction_.element_bytes()); !why.empty())
+        throw std::runtime_error(e.name + ": " + why);
+    }
   if (opt_.host_barrier) host_barrier_ = std::make_unique<optireduce::tools::HostBarrier>(comm_);
 }
 
@@ -38,16 +44,38 @@ void Runner::barrier() {
   }
 }
 
-int Runner::call(Buffers& send, Buffers& recv, std::size_t b) {
-  const int count = static_cast<int>(send[b].size());
-  return opt_.in_place ? MPI_Allreduce(MPI_IN_PLACE, send[b].data(), count, MPI_FLOAT, MPI_SUM, comm_)
-                       : MPI_Allreduce(send[b].data(), recv[b].data(), count, MPI_FLOAT, MPI_SUM, comm_);
+void Runner::fill(Buffers& buf, std::size_t b, std::uint64_t input) {
+  fill_input(buf.send[b].data(), count(buf, b), rank_, input);
+  if (!buf.wire_send[b].empty()) reduction_.to_wire(buf.send[b].data(), buf.wire_send[b].data(), count(buf, b));
+}
+
+int Runner::call(Buffers& buf, std::size_t b) {
+  const bool wire = !buf.wire_send[b].empty();
+  void* send = wire ? static_cast<void*>(buf.wire_send[b].data()) : buf.send[b].data();
+  void* recv = opt_.in_place ? send : wire ? static_cast<void*>(buf.wire_recv[b].data()) : buf.recv[b].data();
+  return reduction_.run(send, recv, count(buf, b), opt_.in_place);
+}
+
+const float* Runner::result(Buffers& buf, std::size_t b) {
+  float* out = opt_.in_place ? buf.send[b].data() : buf.recv[b].data();
+  if (!buf.wire_send[b].empty())
+    reduction_.from_wire(opt_.in_place ? buf.wire_send[b].data() : buf.wire_recv[b].data(), out,
+                         reduction_.result_count(count(buf, b)));
+  // Test hook: one wrong value in one call's result, as a broken contender would return.
+  if (calls_checked_++ + 1 == opt_.corrupt_call && rank_ == 0) out[0] += 1.0f;
+  return out;
+}
+
+Deviation Runner::check(Buffers& buf, std::size_t b, std::uint64_t input, const float*& out) {
+  out = result(buf, b);
+  const std::size_t n = count(buf, b);
+  return deviation(out, reduction_.result_count(n), nranks_, input, reduction_.result_offset(n));
 }
 
 // --warmup-calls untimed calls per size class (power-of-two byte range: the unit in which the
 // engine calibrates its deadlines), cycling through the entry's bucket sizes of the class; each
 // result checked like the others. Returns false when one was wrong.
-bool Runner::run_preparatory(const Entry& entry, Buffers& send, Buffers& recv) {
+bool Runner::run_preparatory(const Entry& entry, Buffers& buf) {
   std::map<int, std::vector<std::size_t>> classes;
   for (std::size_t b = 0; b < entry.buckets.size(); ++b)
     classes[static_cast<int>(std::floor(std::log2(static_cast<double>(entry.buckets[b]))))].push_back(b);
@@ -56,15 +84,18 @@ bool Runner::run_preparatory(const Entry& entry, Buffers& send, Buffers& recv) {
     for (int i = 0; i < entry.warmup_calls; ++i) {
       const std::size_t b = members[static_cast<std::size_t>(i) % members.size()];
       const std::uint64_t input = next_input_++;
-      fill_input(send[b].data(), send[b].size(), rank_, input);
-      const int rc = call(send, recv, b);
+      fill(buf, b, input);
+      const int rc = call(buf, b);
       const CallInfo info = probe_.after_call(comm_);
       ++calls_;
-      if (!opt_.check && rc == MPI_SUCCESS) continue;
-      const float* out = result_of(send, recv, b);
-      const Deviation d = deviation(out, send[b].size(), nranks_, input);
+      if (!opt_.check && rc == MPI_SUCCESS) {
+        ++calls_checked_;
+        continue;
+      }
+      const float* out = nullptr;
+      const Deviation d = check(buf, b, input, out);
       if (classify(rc, info, d) & kWrong) {
-        report_wrong(entry.name + " (warm-up call)", calls_, input, info, d, out, rc);
+        report_wrong(entry.name + " (warm-up call)", calls_, input, count(buf, b), info, d, out, rc);
         ok = false;
       }
     }
@@ -75,16 +106,20 @@ bool Runner::run_preparatory(const Entry& entry, Buffers& send, Buffers& recv) {
 EntryResult Runner::run(const Entry& entry) {
   const auto& buckets = entry.buckets;
   const std::size_t nb = buckets.size();
-  Buffers send(nb), recv(nb);
+  Buffers buf{Bufs(nb), Bufs(nb), Wires(nb), Wires(nb)};
+  const bool wire = reduction_.element_bytes() != 4;
   for (std::size_t b = 0; b < nb; ++b) {
-    send[b].assign(buckets[b] / 4, 0.0f);
-    if (!opt_.in_place) recv[b].assign(buckets[b] / 4, 0.0f);
+    const std::size_t n = buckets[b] / reduction_.element_bytes(), out = reduction_.result_count(n);
+    buf.send[b].assign(n, 0.0f);
+    if (!opt_.in_place) buf.recv[b].assign(out, 0.0f);
+    if (wire) buf.wire_send[b].assign(n, 0);
+    if (wire && !opt_.in_place) buf.wire_recv[b].assign(out, 0);
   }
   EntryResult r;
   r.entry = entry;
   r.calls_per_iteration = static_cast<int>(nb);
   const std::uint64_t calls_before = calls_;
-  const bool preparatory_ok = run_preparatory(entry, send, recv);
+  const bool preparatory_ok = run_preparatory(entry, buf);
   r.preparatory_calls = calls_ - calls_before;
   const int iterations = opt_.warmup + opt_.iters;
   std::vector<std::uint64_t> input_of(nb);
@@ -92,7 +127,7 @@ EntryResult Runner::run(const Entry& entry) {
     // Inputs are written before the barrier: filling is the user's compute, not the reduction.
     for (std::size_t b = 0; b < nb; ++b) {
       input_of[b] = next_input_++;
-      fill_input(send[b].data(), send[b].size(), rank_, input_of[b]);
+      fill(buf, b, input_of[b]);
     }
     std::vector<int> rcs(nb);
     std::vector<CallInfo> infos(nb);
@@ -104,14 +139,12 @@ EntryResult Runner::run(const Entry& entry) {
     double prev = c0;
     for (std::size_t k = 0; k < nb; ++k) {
       const std::size_t b = nb - 1 - k;
-      rcs[b] = call(send, recv, b);
+      rcs[b] = call(buf, b);
       const double t = MPI_Wtime();
       r.call_ms.push_back((t - prev) * 1e3);
       prev = t;
       infos[b] = probe_.after_call(comm_);
       ordinal[b] = ++calls_;
-      // Test hook: one wrong value in one call's result, as a broken contender would return.
-      if (ordinal[b] == opt_.corrupt_call && rank_ == 0) result_of(send, recv, b)[0] += 1.0f;
     }
     r.iteration_ms.push_back((prev - t0) * 1e3);
     r.comm_ms.push_back((prev - c0) * 1e3);
@@ -119,13 +152,14 @@ EntryResult Runner::run(const Entry& entry) {
     r.end_s.push_back(prev);
     for (std::size_t k = 0; k < nb; ++k) {
       const std::size_t b = nb - 1 - k;
-      const float* out = result_of(send, recv, b);
+      const float* out = nullptr;
       Deviation d;
       int flags = kUnchecked;
+      if (!opt_.check) ++calls_checked_;
       if (opt_.check) {
-        d = deviation(out, send[b].size(), nranks_, input_of[b]);
+        d = check(buf, b, input_of[b], out);
         flags = classify(rcs[b], infos[b], d);
-        if (flags & kWrong) report_wrong(entry.name, ordinal[b], input_of[b], infos[b], d, out, rcs[b]);
+        if (flags & kWrong) report_wrong(entry.name, ordinal[b], input_of[b], count(buf, b), infos[b], d, out, rcs[b]);
       } else if (rcs[b] != MPI_SUCCESS) {
         flags |= kFailed | kWrong;
       }
@@ -135,7 +169,11 @@ EntryResult Runner::run(const Entry& entry) {
       r.bytes.push_back(buckets[b]);
       r.entries.push_back(infos[b].entries);
       r.dropped.push_back(infos[b].dropped_entries);
-      r.digest.push_back(opt_.check ? digest(out, send[b].size()) : 0);
+      // A failed call's buffer holds nothing agreed: it counts as failed, not as diverged (a call that
+      // failed on some ranks only differs from the others' digests). Each rank's block of a
+      // reduce-scatter is its own: only an allreduce's results must agree.
+      const bool same_everywhere = opt_.collective == Collective::allreduce;
+      r.digest.push_back(opt_.check && same_everywhere && rcs[b] == MPI_SUCCESS ? digest(out, count(buf, b)) : 0);
     }
   }
   combine(r);
@@ -158,19 +196,20 @@ int Runner::classify(int rc, const CallInfo& info, const Deviation& d) const {
   return flags;
 }
 
-void Runner::report_wrong(const std::string& name, std::uint64_t call, std::uint64_t input, const CallInfo& info,
-                          const Deviation& d, const float* out, int rc) {
+void Runner::report_wrong(const std::string& name, std::uint64_t call, std::uint64_t input, std::size_t n,
+                          const CallInfo& info, const Deviation& d, const float* out, int rc) {
   if (++wrong_reported_ > 5) return;
   if (rc != MPI_SUCCESS) {
-    std::fprintf(stderr, "optireduce-bench: error: rank %d, %s, call %" PRIu64 ": MPI_Allreduce returned %d\n", rank_,
-                 name.c_str(), call, rc);
+    std::fprintf(stderr, "optireduce-bench: error: rank %d, %s, call %" PRIu64 ": %s returned %d\n", rank_,
+                 name.c_str(), call, collective_name(opt_.collective), rc);
     return;
   }
   std::fprintf(stderr,
                "optireduce-bench: error: rank %d, %s, call %" PRIu64 " (kind %s, %" PRIu64
                " dropped entries): wrong result: entry %zu is %.9g, exact %.9g; relative RMS error %.3g\n",
                rank_, name.c_str(), call, kind_name(info.kind), info.dropped_entries, d.first_bad,
-               static_cast<double>(out[d.first_bad]), static_cast<double>(exact_entry(d.first_bad, nranks_, input)),
+               static_cast<double>(out[d.first_bad]),
+               static_cast<double>(exact_entry(d.first_bad + reduction_.result_offset(n), nranks_, input)),
                d.relative());
 }
 

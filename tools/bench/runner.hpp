@@ -14,6 +14,7 @@
 #include "host_barrier.hpp"
 #include "inputs.hpp"
 #include "options.hpp"
+#include "reduction.hpp"
 
 namespace optireduce::bench {
 
@@ -49,28 +50,43 @@ class Runner {
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
   const EngineProbe& probe() const { return probe_; }
+  const Reduction& reduction() const { return reduction_; }
 
   EntryResult run(const Entry& entry);
 
  private:
-  using Buffers = std::vector<std::vector<float>>;
+  // Per bucket: the values filled and checked (float32), and for a 16-bit format the call's own
+  // buffers; recv (and wire_recv) empty in place.
+  using Bufs = std::vector<std::vector<float>>;
+  using Wires = std::vector<std::vector<std::uint16_t>>;
+  struct Buffers {
+    Bufs send, recv;
+    Wires wire_send, wire_recv;
+  };
   static std::uint64_t digest(const float* data, std::size_t count);
   void barrier();
-  // One MPI_Allreduce of bucket b: returns its return code and records nothing.
-  int call(Buffers& send, Buffers& recv, std::size_t b);
+  std::size_t count(const Buffers& buf, std::size_t b) const { return buf.send[b].size(); }
+  void fill(Buffers& buf, std::size_t b, std::uint64_t input);
+  // One call of bucket b: returns its return code and records nothing.
+  int call(Buffers& buf, std::size_t b);
+  // After call(): this rank's result as float32 values (widened from the call's format).
+  const float* result(Buffers& buf, std::size_t b);
+  Deviation check(Buffers& buf, std::size_t b, std::uint64_t input, const float*& out);
   int classify(int rc, const CallInfo& info, const Deviation& d) const;
-  void report_wrong(const std::string& name, std::uint64_t call, std::uint64_t input, const CallInfo& info,
-                    const Deviation& d, const float* out, int rc);
-  bool run_preparatory(const Entry& entry, Buffers& send, Buffers& recv);
+  void report_wrong(const std::string& name, std::uint64_t call, std::uint64_t input, std::size_t count,
+                    const CallInfo& info, const Deviation& d, const float* out, int rc);
+  bool run_preparatory(const Entry& entry, Buffers& buf);
   void combine(EntryResult& r);
 
   const Options& opt_;
   MPI_Comm comm_;
   int rank_ = 0, nranks_ = 0;
   EngineProbe probe_;
+  Reduction reduction_;
   std::unique_ptr<optireduce::tools::HostBarrier> host_barrier_;
   std::uint64_t next_input_ = 0;  // input number of the next buffer filled (the "call" of the formula)
-  std::uint64_t calls_ = 0;       // MPI_Allreduce calls so far, from 1
+  std::uint64_t calls_ = 0;       // calls so far, from 1
+  std::uint64_t calls_checked_ = 0;  // calls whose result was looked at (--corrupt-result counts these)
   int wrong_reported_ = 0;
 };
 
