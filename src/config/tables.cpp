@@ -202,11 +202,13 @@ const std::vector<Parameter>& transport_parameters() {
         "emulate a network on one host"},
        either(&Config::step_aside, "auto", "off")},
       {{"OPTIREDUCE_HIERARCHY", "auto", "auto, off",
-        "auto: where a communicator spans several hosts and some host holds two or more of its ranks, a call is to run "
-        "in three stages: an exact reduce-scatter over shared memory inside each host, one bounded TAR per slice across "
-        "hosts among the ranks holding it, an exact all-gather inside each host (each host's link then carries "
-        "2·B·(H-1)/H, not about L times that); `optireduce-info --placement 3,2,2` shows the shape auto picks and why. "
-        "The engine does not run the three stages yet: every call is flat. off: one flat TAR over every rank"},
+        "auto: where a communicator spans several hosts and some host holds two or more of its ranks, a float32 "
+        "allreduce runs in three stages: an exact reduce-scatter over shared memory inside each host, one TAR per slice "
+        "across hosts among the ranks holding it (bounded or exact as the call is, with its own calibration, deadlines "
+        "and resends), an exact all-gather inside each host (each host's link then carries 2·B·(H-1)/H, not about L "
+        "times that); `optireduce-info --placement 3,2,2` shows the shape auto picks and why. Float16/bfloat16 "
+        "allreduces and reduce-scatters stay flat; so does everything under the torch backend (its bootstrap cannot "
+        "split a group yet). off: one flat TAR over every rank"},
        choice(&Config::hierarchy, {{"auto", HierarchyMode::automatic}, {"off", HierarchyMode::off}})},
       {{"OPTIREDUCE_UDP_IFACE", "(auto)", "a network interface name, e.g. eth0",
         "udp transport: the interface; auto: loopback when every rank of the communicator shares one network "
