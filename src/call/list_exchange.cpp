@@ -53,7 +53,7 @@ bool TarCall::exchange_lists() {
       // peer it never heard from, which may be late rather than cut off) and its notice had time
       // to come. A peer that left answers from its next call (answer_late_ask).
       const auto entered_later = all_heard_at_ > start_ ? all_heard_at_ - start_ : Clock::duration::zero();
-      leave_by = hard_deadline_ + entered_later + us_duration(DeadlineController::notice_wait_us());
+      leave_by = hard_deadline_ + entered_later + us_duration(kNoticeWaitUs);
     }
     const auto now = Clock::now();
     if (!s_.peer_failure.ok()) return false;

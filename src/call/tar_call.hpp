@@ -51,7 +51,7 @@ class TarCall {
   // How long after this rank left a list exchange a peer may still be in it (call/list_exchange.cpp):
   // until its hard deadline, later by as much as it heard from its last peer later, and a notice's wait.
   static Clock::duration longest_exchange_lag(const EngineOptions& options) {
-    return 2 * std::chrono::duration_cast<Clock::duration>(options.timeout) + us_duration(DeadlineController::notice_wait_us());
+    return 2 * std::chrono::duration_cast<Clock::duration>(options.timeout) + us_duration(kNoticeWaitUs);
   }
 
  private:
@@ -146,6 +146,8 @@ class TarCall {
   // again (its word that it knew was lost), from the next call.
   void remember_list();
   void answer_late_ask(const WireHeader& ask);
+  // How long a failure notice is given to come after the peer that sends it gave up.
+  static constexpr double kNoticeWaitUs = 100e3;
   static constexpr int kDecidedCopies = 3;
   // Rounds of asking, and answers to one peer, per call at most (each a list sent to a peer).
   static constexpr int kMostAsks = 32;
