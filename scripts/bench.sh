@@ -70,7 +70,9 @@ contenders:
                        the pseudo-setting preload=no leaves the library out (MPI variants);
                        format=f32|bf16|fp16 and collective=allreduce|reduce_scatter_block pick
                        what the contender's optireduce-bench calls (16-bit: Horovod's datatype
-                       and op), e.g. --contender 'ompi-fp16=preload=no format=fp16'
+                       and op), e.g. --contender 'ompi-fp16=preload=no format=fp16';
+                       library=PATH preloads another build's liboptireduce.so, to compare two
+                       builds in one run, e.g. --contender 'before=library=/tmp/old/lib/liboptireduce.so'
   --baseline NAME      the contender ratios are taken against (default ompi)
   --env VAR=VALUE      forwarded to every contender's ranks (repeatable)
 
@@ -271,6 +273,7 @@ for c in "${contender_list[@]}"; do
   fi
   for a in ${defs[$c]}; do
     [[ "$a" =~ ^[A-Za-z_][A-Za-z0-9_]*=.*$ ]] || die "contender $c: \"$a\" is not VAR=VALUE"
+    case $a in library=*) [ -f "${a#*=}" ] || die "contender $c: library=${a#*=}: no such file (a liboptireduce.so)" ;; esac
   done
 done
 [[ " ${contender_list[*]} " == *" $baseline "* ]] || die "the baseline \"$baseline\" is not among the contenders (${contender_list[*]})"

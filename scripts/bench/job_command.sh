@@ -37,7 +37,7 @@ program_args() {  # dir name [bench flags...]: sets prog_args
 # Sets cmd to the job's command; returns 1 with the reason in skip_reason when the contender
 # cannot run on this network.
 job_command() {  # contender dir
-  local c=$1 dir=$2 preload=1 runner=mpi a
+  local c=$1 dir=$2 preload=1 runner=mpi library=$lib a
   local -a settings=() call_shape=()
   cmd=()
   net_settings
@@ -45,6 +45,7 @@ job_command() {  # contender dir
     case $a in
       preload=no) preload=0 ;;
       runner=gloo) runner=gloo ;;
+      library=*) library=${a#*=} ;;
       format=*|collective=*) call_shape+=("--${a%%=*}" "${a#*=}") ;;
       *) settings+=("$a") ;;
     esac
@@ -67,7 +68,7 @@ job_command() {  # contender dir
     local -a names=() env=()
     env=("${common_env[@]}")
     if [ "$preload" = 1 ]; then
-      env+=(LD_PRELOAD="$lib" OPTIREDUCE_REPORT="$dir/report.json" "${net_env[@]}" "${mode_env[@]}")
+      env+=(LD_PRELOAD="$library" OPTIREDUCE_REPORT="$dir/report.json" "${net_env[@]}" "${mode_env[@]}")
     fi
     env+=("${settings[@]}")
     for a in "${env[@]}"; do
