@@ -8,6 +8,7 @@
 
 #include "comm_engines.hpp"
 #include "device_memory.hpp"
+#include "loaded_everywhere.hpp"
 #include "mpi_bootstrap.hpp"
 #include "optireduce/engine.h"
 #include "optireduce/log.hpp"
@@ -50,6 +51,8 @@ void after_init() {
   std::lock_guard lock(g_lifecycle);
   if (g_initialized) return;
   g_initialized = true;
+  // A rank without the library would leave the others waiting in the session's all-gather.
+  if (!loaded_everywhere()) PMPI_Abort(MPI_COMM_WORLD, 1);
   std::uint32_t flags = 0;
   char error[1024];
   int rc = OPTIREDUCE_INVALID;

@@ -42,14 +42,23 @@ Plan make_plan(Launcher launcher, const std::vector<std::string>& command, const
   plan.argv.push_back(command.front());
   std::vector<std::string> rest(command.begin() + 1, command.end());
   switch (launcher) {
-    case Launcher::openmpi:
+    case Launcher::openmpi: {
       // -x NAME=VALUE: the value travels on the command line, so mpirun and its daemons are not
-      // preloaded themselves and the printed command is complete.
+      // preloaded themselves and the printed command is complete. A -x reaches only the ranks of
+      // its own app context: an MPMD command (A : B) gets them again after each ':'.
+      std::vector<std::string> exports;
       for (const auto& [name, value] : variables) {
-        plan.argv.push_back("-x");
-        plan.argv.push_back(name + "=" + value);
+        exports.push_back("-x");
+        exports.push_back(name + "=" + value);
       }
+      plan.argv.insert(plan.argv.end(), exports.begin(), exports.end());
+      for (std::size_t i = 0; i < rest.size(); ++i)
+        if (rest[i] == ":") {
+          rest.insert(rest.begin() + static_cast<std::ptrdiff_t>(i) + 1, exports.begin(), exports.end());
+          i += exports.size();
+        }
       break;
+    }
     case Launcher::hydra:
       for (const auto& [name, value] : variables) {
         plan.argv.push_back("-genv");

@@ -216,7 +216,8 @@ const std::vector<Parameter>& transport_parameters() {
         "namespace, otherwise the interface whose subnet holds the peers' addresses"},
        [](Config& c, const std::string& v) { return interface_name(v) && (c.transports.udp.iface = v, true); }},
       {{"OPTIREDUCE_UDP_PORTS", "(any)", "FIRST-LAST, from 1024 to 65535, e.g. 40000-40999",
-        "udp transport: bind within this port range (firewalled clusters)"},
+        "udp transport: bind within this port range (firewalled clusters); it may differ per rank (Open MPI: one app "
+        "context per range, mpirun -x ... A : -x ... B, each context with every -x it needs)"},
        apply_port_range},
       {{"OPTIREDUCE_AUTH", "on", "on, off",
         "datagram transports: a keyed tag (UMAC-64) over header and payload of every datagram, so nobody outside the "

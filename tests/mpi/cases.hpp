@@ -14,6 +14,7 @@ int case_buckets();     // a training step of seven in-place buckets of distinct
 int case_mode_disagreement();  // set_mode and info values that differ per rank: one agreed mode
 int case_first_use_race();     // a new communicator met by two threads at once
 int case_late_rank();          // one rank late by MPITEST_LATE_MS: exact, bounded, or one agreed failure
+int case_outage();             // one direction cut at the end of a calibration call: one agreed failure, then the MPI
 int case_half();        // fp16/bf16 sums of 2-byte types with user ops: served; other ops passed, by reason
 int case_smoke();       // a few calls, for tests about configuration, reports and launch
 int case_hierarchy();   // one size of calls over several hosts (cluster.sh): replicas identical, sums right
