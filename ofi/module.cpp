@@ -5,5 +5,5 @@
 
 extern "C" __attribute__((visibility("default"))) const optireduce::TransportModule* optireduce_transport_module_v1() {
   using namespace optireduce;
-  return transport_module<&TransportSettings::ofi, &ofi::make_ofi_transport, &ofi::host_report>("ofi");
+  return transport_module<&TransportSettings::ofi, &make_started<ofi::OfiTransport, OfiSettings>, &ofi::host_report>("ofi");
 }

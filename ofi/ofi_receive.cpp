@@ -62,7 +62,16 @@ void OfiTransport::drain_receives() {
   }
 }
 
-void OfiTransport::wait(Clock::time_point until) {
+// Sends before and after reading: pongs and hellos just queued, windows just opened.
+void OfiTransport::progress(bool /*readable*/) {
+  flush_sends();
+  drain_receives();
+  flush_sends();
+}
+
+// Blocks on the provider's wait object; always true, since a provider's wait does not say what
+// woke it.
+bool OfiTransport::wait(Clock::time_point until) {
   const auto now = Clock::now();
   until = std::min(until, now + kLongestWait);
   if (!control_.empty()) until = std::min(until, std::max(now, send_blocked_until_));
@@ -76,26 +85,12 @@ void OfiTransport::wait(Clock::time_point until) {
     until = std::min(until, w.open(bytes) ? std::max(send_blocked_until_, bucket_.ready_at(static_cast<double>(bytes), now))
                                           : w.retry_at());
   }
-  if (until <= now) return;
+  if (until <= now) return true;
   fid* fids[1] = {&endpoint_->rx_cq->fid};
-  if (fi_trywait(endpoint_->fabric, fids, 1) != FI_SUCCESS) return;  // something is ready already
+  if (fi_trywait(endpoint_->fabric, fids, 1) != FI_SUCCESS) return true;  // something is ready already
   pollfd pfd{endpoint_->wait_fd, POLLIN, 0};
   poll_until(pfd, until);
-}
-
-Status OfiTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
-  OR_CHECK(connected_, invalid, "ofi: poll before connect");
-  const datagram::ListeningScope listening(*inbound_, on_message);
-  const std::size_t before = inbound_->delivered();
-  inbound_->deliver_kept();
-  for (;;) {
-    flush_sends();
-    drain_receives();
-    flush_sends();  // pongs and hellos just queued, windows just opened
-    if (inbound_->delivered() > before) return Status::Ok();
-    if (Clock::now() >= deadline) return Timeout("ofi: nothing arrived before the deadline");
-    wait(deadline);
-  }
+  return true;
 }
 
 }  // namespace optireduce::ofi

@@ -64,23 +64,15 @@ void OfiTransport::reply(int peer, datagram::Kind kind, std::span<const std::byt
   queue_datagram(peer, kind, {}, body, false, true);
 }
 
-Status OfiTransport::send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) {
-  OR_CHECK(connected_, invalid, "ofi: send before connect");
-  OR_CHECK(peer >= 0 && peer < ranks_ && peer != rank_, invalid, "ofi: send to rank " + std::to_string(peer));
-  OR_CHECK(header.size() <= datagram::Header::kMaxEngineHeader && header.size() + payload.size() <= max_message_, invalid,
-           "ofi: a message of " + std::to_string(header.size() + payload.size()) + " bytes");
-  if (lane == Lane::control) {
-    // Copied and sent at once, twice: a control message must not wait behind data, and may be lost.
-    for (int copy = 0; copy < 2; ++copy) queue_datagram(peer, datagram::Kind::data, header, payload, false, true);
-  } else {
-    queue_datagram(peer, datagram::Kind::data, header, payload, !copy_payload_, false);
-  }
+void OfiTransport::send_control(int peer, std::span<const std::byte> header, std::span<const std::byte> payload,
+                                int copies) {
+  for (int copy = 0; copy < copies; ++copy) queue_datagram(peer, datagram::Kind::data, header, payload, false, true);
   flush_sends();
-  return Status::Ok();
 }
 
-std::size_t OfiTransport::sends_in_flight(int peer) const {
-  return connected_ && peer >= 0 && peer < ranks_ ? in_flight_[static_cast<std::size_t>(peer)] : 0;
+void OfiTransport::queue_data(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) {
+  queue_datagram(peer, datagram::Kind::data, header, payload, !copy_payload_, false);
+  flush_sends();
 }
 
 // Hands one datagram to the provider: sent, failed for good (counted, never retried), or busy
@@ -175,8 +167,7 @@ void OfiTransport::flush_sends() {
   }
 }
 
-bool OfiTransport::abandon_queued_sends() {
-  if (!connected_) return true;
+bool OfiTransport::drop_queued_data() {
   reap_sends();
   for (auto& q : queues_) {
     for (TxEntry* e : q) {

@@ -26,14 +26,11 @@ std::size_t provider_receive_buffer() {
 
 }  // namespace
 
-std::unique_ptr<Transport> make_ofi_transport(const OfiSettings& settings, Status& status) {
-  return make_started<OfiTransport>(settings, status);
-}
-
 OfiTransport::OfiTransport(const OfiSettings& settings)
     : DatagramTransport("ofi", datagram::TokenBucket(settings.rate_bits_per_s > 0 ? settings.rate_bits_per_s / 8
                                                                                   : kDefaultPaceBytesPerS,
-                                                     kBurstBytes)),
+                                                     kBurstBytes),
+                        settings.rate_bits_per_s > 0),
       settings_(settings) {}
 
 OfiTransport::~OfiTransport() = default;
@@ -144,20 +141,12 @@ void OfiTransport::greet(const std::vector<int>& peers) {
   flush_sends();
 }
 
-void OfiTransport::probe_progress() {
-  drain_receives();
-  flush_sends();
-}
-
-
 std::string OfiTransport::describe() const { return endpoint_ ? endpoint_->describe() : "ofi (not connected)"; }
 
-void OfiTransport::suggest_pace(double bytes_per_s) {
-  if (settings_.rate_bits_per_s > 0 || !(bytes_per_s > 0)) return;  // a set rate wins
+void OfiTransport::follow_pace(double bytes_per_s) {
   // Never below the default: a calibration call's time includes how late its ranks entered, so
   // one slow call must not throttle every datagram after it (the window protects receivers).
   bucket_.configure(std::max(bytes_per_s, kDefaultPaceBytesPerS), kBurstBytes);
 }
-
 
 }  // namespace optireduce::ofi

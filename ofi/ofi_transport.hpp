@@ -22,21 +22,13 @@
 
 namespace optireduce::ofi {
 
-// A transport with its candidate endpoints open, ready for connect(); null with `status` saying why.
-std::unique_ptr<Transport> make_ofi_transport(const OfiSettings& settings, Status& status);
-
 class OfiTransport final : public datagram::DatagramTransport {
  public:
   explicit OfiTransport(const OfiSettings& settings);
   ~OfiTransport() override;
+  // Opens the candidate endpoints, ready for connect() (make_started makes and starts one).
   Status start();
-
-  Status send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) override;
-  std::size_t sends_in_flight(int peer) const override;
-  bool abandon_queued_sends() override;
-  Status poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override;
   std::string describe() const override;
-  void suggest_pace(double bytes_per_s) override;
 
  private:
   struct TxEntry {
@@ -55,17 +47,20 @@ class OfiTransport final : public datagram::DatagramTransport {
     std::vector<std::byte> data;
   };
 
-  // Connecting (ofi_transport.cpp).
+  // Connecting and pacing (ofi_transport.cpp).
   Status choose_endpoint(const std::vector<OfiAddress>& all, bool& use_loopback);
   Status configure(const std::vector<OfiAddress>& all, bool use_loopback);
   Status post_receives();
   Status open_paths(const std::vector<std::vector<std::byte>>& addresses) override;
   void greet(const std::vector<int>& peers) override;
-  void probe_progress() override;
-  void probe_wait(Clock::time_point until) override { wait(until); }
   std::size_t max_message_bytes() const override { return max_message_; }
+  void follow_pace(double bytes_per_s) override;
 
   // Sending (ofi_send.cpp).
+  void send_control(int peer, std::span<const std::byte> header, std::span<const std::byte> payload, int copies) override;
+  void queue_data(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) override;
+  std::size_t sends_referencing(int peer) const override { return in_flight_[static_cast<std::size_t>(peer)]; }
+  bool drop_queued_data() override;
   TxEntry* new_entry();
   void queue_datagram(int peer, datagram::Kind kind, std::span<const std::byte> header, std::span<const std::byte> payload,
                       bool by_reference, bool control);
@@ -82,9 +77,10 @@ class OfiTransport final : public datagram::DatagramTransport {
 
   // Receiving (ofi_receive.cpp).
   bool post_receive(RxBuffer& buffer);
+  void progress(bool readable) override;
   void drain_receives();
   std::optional<int> origin_of(fi_addr_t from) const;
-  void wait(Clock::time_point until);
+  bool wait(Clock::time_point until) override;
 
   OfiSettings settings_;
   std::vector<std::unique_ptr<Endpoint>> candidates_;

@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "optireduce/engine.h"
-#include "pass_reason.hpp"
+#include "optireduce/pass_reason.hpp"
 
 namespace optireduce::pmpi {
 

@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "pass_reason.hpp"
+#include "optireduce/pass_reason.hpp"
 
 namespace optireduce::pmpi {
 

@@ -7,7 +7,7 @@
 # Every failing seed prints its schedule, what broke and each call of each rank. The last line is
 # "N seeds, M disagreements, F calls failed everywhere" (M: seeds with any hang, disagreement or
 # broken bound; F: calls that failed on every rank alike, which shows the schedules are harsh).
-# Environment: BUILD_DIR (default build); OPTIREDUCE_SCHEDULES_LOG=debug prints the engines' debug
+# Environment: BUILD_DIR (default build); SCHEDULES_LOG=debug prints the engines' debug
 # lines with rank and job time (with --seed).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -5,5 +5,5 @@
 
 extern "C" __attribute__((visibility("default"))) const optireduce::TransportModule* optireduce_transport_module_v1() {
   using namespace optireduce;
-  return transport_module<&TransportSettings::udp, &udp::make_udp_transport, &udp::host_report>("udp");
+  return transport_module<&TransportSettings::udp, &make_started<udp::UdpTransport, UdpSettings>, &udp::host_report>("udp");
 }

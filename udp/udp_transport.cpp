@@ -31,12 +31,9 @@ constexpr auto kLongestWait = std::chrono::seconds(1);
 
 }  // namespace
 
-std::unique_ptr<Transport> make_udp_transport(const UdpSettings& settings, Status& status) {
-  return make_started<UdpTransport>(settings, status);
-}
-
 UdpTransport::UdpTransport(const UdpSettings& settings)
-    : DatagramTransport("udp", datagram::TokenBucket(settings.rate_bits_per_s / 8, burst_bytes(settings.rate_bits_per_s / 8))),
+    : DatagramTransport("udp", datagram::TokenBucket(settings.rate_bits_per_s / 8, burst_bytes(settings.rate_bits_per_s / 8)),
+                        settings.rate_bits_per_s > 0),
       settings_(settings) {}
 
 // One socket per usable interface (or only the named one), each bound before connect() so its
@@ -76,35 +73,27 @@ Status UdpTransport::start() {
   return Status::Ok();
 }
 
-Status UdpTransport::send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) {
-  OR_CHECK(connected_, invalid, "udp: send before connect");
-  OR_CHECK(peer >= 0 && peer < ranks_ && peer != rank_, invalid, "udp: send to rank " + std::to_string(peer));
-  OR_CHECK(header.size() <= datagram::Header::kMaxEngineHeader &&
-               header.size() + payload.size() <= traits().max_message_bytes,
-           invalid, "udp: a message of " + std::to_string(header.size() + payload.size()) + " bytes");
-  if (lane == Lane::control) {
-    // Sent at once, twice: a control message must not wait behind data, and may be lost.
-    std::vector<Outgoing> twice;
-    for (int copy = 0; copy < 2; ++copy)
-      twice.push_back(Outgoing::copied(peer, sealer_.seal(peer, datagram::Kind::data, header, payload), header, payload));
-    sender_->send_control(std::move(twice));
-    return Status::Ok();
-  }
+// The copies leave together, in one batch.
+void UdpTransport::send_control(int peer, std::span<const std::byte> header, std::span<const std::byte> payload,
+                                int copies) {
+  std::vector<Outgoing> batch;
+  for (int copy = 0; copy < copies; ++copy)
+    batch.push_back(Outgoing::copied(peer, sealer_.seal(peer, datagram::Kind::data, header, payload), header, payload));
+  sender_->send_control(std::move(batch));
+}
+
+void UdpTransport::queue_data(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) {
   const std::uint64_t sequence = sealer_.next_sequence(peer);
   Outgoing datagram = Outgoing::referencing(peer, sealer_.seal(peer, datagram::Kind::data, header, payload), header, payload);
   const bool full = parity_.enabled() && parity_.add(sequence, datagram, Clock::now());
   sender_->queue_data(std::move(datagram));
   if (full) close_parity_group(peer);
   if (sender_->queued_bytes(peer) >= kEagerFlushBytes) sender_->flush();
-  return Status::Ok();
 }
 
-std::size_t UdpTransport::sends_in_flight(int peer) const {
-  return connected_ && peer >= 0 && peer < ranks_ ? sender_->queued(peer) : 0;
-}
+std::size_t UdpTransport::sends_referencing(int peer) const { return sender_->queued(peer); }
 
-bool UdpTransport::abandon_queued_sends() {
-  if (!connected_) return true;
+bool UdpTransport::drop_queued_data() {
   sender_->abandon_data();
   parity_.drop_open();  // a parity must cover only datagrams that left
   return true;  // sendmsg copied whatever left: nothing references a buffer any more
@@ -131,21 +120,6 @@ void UdpTransport::progress(bool readable) {
   if (!readable) return;
   receive_->read(socket_.fd(), *inbound_, kReadBatches);
   sender_->flush();  // pongs that came in may have opened windows
-}
-
-Status UdpTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
-  OR_CHECK(connected_, invalid, "udp: poll before connect");
-  const datagram::ListeningScope listening(*inbound_, on_message);
-  const std::size_t before = inbound_->delivered();
-  inbound_->deliver_kept();
-  // The socket is read when a wait says it is readable (and once at first): a wait that ended
-  // for the pacing or a window's retry only sends, without a recvmmsg that finds nothing.
-  for (bool readable = true;;) {
-    progress(readable);
-    if (inbound_->delivered() > before) return Status::Ok();
-    if (Clock::now() >= deadline) return Timeout("udp: nothing arrived before the deadline");
-    readable = wait(deadline);
-  }
 }
 
 // Blocks on the socket until a datagram arrives, the sender can move again, or `until`; true
@@ -175,10 +149,8 @@ std::string UdpTransport::describe() const {
   return d + " " + std::to_string(datagram_bytes_) + "B" + fec;
 }
 
-void UdpTransport::suggest_pace(double bytes_per_s) {
-  if (settings_.rate_bits_per_s > 0 || !(bytes_per_s > 0)) return;  // a set rate wins
+void UdpTransport::follow_pace(double bytes_per_s) {
   bucket_.configure(kPaceHeadroom * bytes_per_s, burst_bytes(kPaceHeadroom * bytes_per_s));
 }
-
 
 }  // namespace optireduce::udp

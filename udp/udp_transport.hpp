@@ -21,20 +21,12 @@
 
 namespace optireduce::udp {
 
-// A transport with its sockets bound, ready for connect(); null with `status` saying why.
-std::unique_ptr<Transport> make_udp_transport(const UdpSettings& settings, Status& status);
-
 class UdpTransport final : public datagram::DatagramTransport {
  public:
   explicit UdpTransport(const UdpSettings& settings);
+  // Binds the sockets, ready for connect() (make_started makes and starts one).
   Status start();
-
-  Status send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) override;
-  std::size_t sends_in_flight(int peer) const override;
-  bool abandon_queued_sends() override;
-  Status poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override;
   std::string describe() const override;
-  void suggest_pace(double bytes_per_s) override;
 
  private:
   struct Candidate {
@@ -42,17 +34,23 @@ class UdpTransport final : public datagram::DatagramTransport {
     UdpSocket socket;
   };
 
-  void reply(int peer, datagram::Kind kind, std::span<const std::byte> body) override;
-  void close_parity_group(int peer);
+  // Connecting (udp_connect.cpp).
   Status read_addresses(const std::vector<std::vector<std::byte>>& blobs, std::vector<Address>& out) const;
   Status open_paths(const std::vector<std::vector<std::byte>>& addresses) override;
   Status open_path(const std::vector<Address>& all);
   void greet(const std::vector<int>& peers) override;
-  void probe_progress() override { progress(); }
-  void probe_wait(Clock::time_point until) override { wait(until); }
+
+  // Sending, receiving and pacing (udp_transport.cpp), through the Sender and the ReceivePath.
+  void send_control(int peer, std::span<const std::byte> header, std::span<const std::byte> payload, int copies) override;
+  void queue_data(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) override;
+  void reply(int peer, datagram::Kind kind, std::span<const std::byte> body) override;
+  void close_parity_group(int peer);
+  std::size_t sends_referencing(int peer) const override;
+  bool drop_queued_data() override;
+  void progress(bool readable) override;
+  bool wait(Clock::time_point until) override;
+  void follow_pace(double bytes_per_s) override;
   std::size_t max_message_bytes() const override;
-  void progress(bool readable = true);
-  bool wait(Clock::time_point until);
 
   UdpSettings settings_;
   std::vector<Candidate> candidates_;

@@ -13,6 +13,7 @@
 
 #include "optireduce/engine/report/call_stats.hpp"
 #include "optireduce/engine/tar/call_shape.hpp"
+#include "optireduce/pass_reason.hpp"
 
 namespace optireduce {
 
@@ -30,25 +31,6 @@ struct CallRecord {
   StageStats stages{};       // of a three-stage call
 };
 
-// Why a reduction (MPI_Allreduce, MPI_Reduce_scatter*, their non-blocking forms) went to the MPI
-// library untouched.
-enum class PassReason : unsigned {
-  datatype,       // not a float32, a named 16-bit float or a 2-byte carrier of a user op
-  op,             // not MPI_SUM
-  communicator,   // an intercommunicator, or fewer than 2 ranks
-  arguments,      // arguments the MPI would reject (kept for its own error behaviour)
-  size,           // below OPTIREDUCE_MIN_BYTES
-  mode_off,       // OPTIREDUCE_MODE=off or the communicator's mode
-  no_engine,      // the communicator's engine could not be created (on some rank)
-  engine_failed,  // an earlier engine call on the communicator failed
-  nonblocking,    // MPI_Iallreduce, MPI_Ireduce_scatter*: never intercepted
-  device_buffer,  // a device pointer (CUDA) on some rank of the communicator
-  user_op_not_sum,       // 2-byte elements, a user op whose probe found no fp16/bf16 sum
-  user_op_unknown,       // 2-byte elements, a user op whose creation the library did not see
-  user_op_disagreement,  // 2-byte elements, a user op the ranks' probes disagreed on
-  count_
-};
-inline constexpr std::size_t kPassReasons = static_cast<std::size_t>(PassReason::count_);
 // The report's key of a reason, e.g. "device_buffer".
 const char* to_string(PassReason reason);
 

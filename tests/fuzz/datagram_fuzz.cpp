@@ -177,7 +177,7 @@ void run_one(const std::uint8_t* data, std::size_t size) {
   job.inbound->listen(nullptr);
 }
 
-// Seed corpus: OPTIREDUCE_FUZZ_WRITE_SEEDS=<dir> ./datagram_fuzz writes it and exits.
+// Seed corpus: FUZZ_WRITE_SEEDS=<dir> ./datagram_fuzz writes it and exits.
 struct Seed {
   std::vector<std::uint8_t> bytes;
   explicit Seed(std::uint8_t mode) : bytes{mode, 7, 0} {}
@@ -235,7 +235,7 @@ void write_seeds(const char* dir) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  if (const char* dir = std::getenv("OPTIREDUCE_FUZZ_WRITE_SEEDS")) {
+  if (const char* dir = std::getenv("FUZZ_WRITE_SEEDS")) {
     write_seeds(dir);
     std::exit(0);
   }

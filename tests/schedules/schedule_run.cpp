@@ -19,7 +19,7 @@ namespace optireduce::schedules {
 
 namespace {
 
-// Log lines of the engines (OPTIREDUCE_SCHEDULES_LOG=debug) name the rank thread and the job time.
+// Log lines of the engines (SCHEDULES_LOG=debug) name the rank thread and the job time.
 thread_local int t_rank = -1;
 Clock::time_point g_log_start = Clock::now();
 void write_log_line(LogLevel, const char* text) {
@@ -182,7 +182,7 @@ SeedOutcome run_seed(const FaultSchedule& s) {
   std::vector<std::vector<Seen>> seen(static_cast<std::size_t>(calls), std::vector<Seen>(static_cast<std::size_t>(ranks)));
   std::vector<AgreedCounts> agreed(static_cast<std::size_t>(ranks));
 
-  if (const char* level = std::getenv("OPTIREDUCE_SCHEDULES_LOG"); level && std::string(level) == "debug") {
+  if (const char* level = std::getenv("SCHEDULES_LOG"); level && std::string(level) == "debug") {
     log_sink().level.store(static_cast<int>(LogLevel::debug));
     log_sink().write.store(&write_log_line);
     g_log_start = Clock::now();

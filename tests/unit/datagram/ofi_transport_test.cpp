@@ -20,7 +20,7 @@ struct OfiPair {
 OfiPair connect_ofi_pair(const OfiSettings& settings) {
   OfiPair pair;
   for (int r = 0; r < 2; ++r)
-    if (!(pair.rank[r] = ofi::make_ofi_transport(settings, pair.connected[r]))) return pair;
+    if (!(pair.rank[r] = make_started<ofi::OfiTransport>(settings, pair.connected[r]))) return pair;
   const std::vector<std::vector<std::byte>> addresses = {pair.rank[0]->local_address(), pair.rank[1]->local_address()};
   const auto deadline = Clock::now() + std::chrono::seconds(10);
   std::thread other([&] { pair.connected[1] = pair.rank[1]->connect(1, addresses, deadline); });

@@ -25,7 +25,9 @@ void load(const char* path, Loaded& out) {
   ASSERT_NE(out.module, nullptr);
   EXPECT_EQ(out.module->abi_version, kTransportAbiVersion);
   // Nothing else is exported: the module's own copies of its dependencies stay private.
-  EXPECT_EQ(dlsym(out.handle, "_ZN10optireduce3udp18make_udp_transportERKNS_11UdpSettingsERNS_6StatusE"), nullptr);
+  // (UdpTransport::start() and OfiTransport::start(), each defined in its own module.)
+  EXPECT_EQ(dlsym(out.handle, "_ZN10optireduce3udp12UdpTransport5startEv"), nullptr);
+  EXPECT_EQ(dlsym(out.handle, "_ZN10optireduce3ofi12OfiTransport5startEv"), nullptr);
 }
 
 class TransportModule : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};

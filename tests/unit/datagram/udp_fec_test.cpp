@@ -76,8 +76,8 @@ TEST(UdpFec, ParityLeavesBehindEveryGroupAndEveryMessageArrivesOnce) {
 // The addresses say whether a rank sends parity: a disagreement is found before any datagram.
 TEST(UdpFec, RanksThatDisagreeOnItAreRefusedAtConnect) {
   Status made;
-  auto with = udp::make_udp_transport(with_fec(4), made);
-  auto without = udp::make_udp_transport(with_fec(0), made);
+  auto with = make_started<udp::UdpTransport>(with_fec(4), made);
+  auto without = make_started<udp::UdpTransport>(with_fec(0), made);
   ASSERT_TRUE(with && without) << made.text();
   const Status s = with->connect(0, {with->local_address(), without->local_address()}, Clock::now() + std::chrono::seconds(1));
   EXPECT_EQ(s.code(), StatusCode::invalid) << s.text();

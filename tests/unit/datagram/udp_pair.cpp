@@ -11,7 +11,7 @@ namespace optireduce::testing {
 UdpPair connect_udp_pair(const UdpSettings& settings) {
   UdpPair pair;
   for (int r = 0; r < 2; ++r) {
-    pair.rank[r] = udp::make_udp_transport(settings, pair.connected[r]);
+    pair.rank[r] = make_started<udp::UdpTransport>(settings, pair.connected[r]);
     if (!pair.rank[r]) return pair;
   }
   const std::vector<std::vector<std::byte>> addresses = {pair.rank[0]->local_address(), pair.rank[1]->local_address()};
@@ -27,7 +27,7 @@ std::vector<std::unique_ptr<Transport>> connect_udp_job(int ranks, const UdpSett
   std::vector<std::vector<std::byte>> addresses;
   Status s;
   for (auto& t : job) {
-    if (!(t = udp::make_udp_transport(settings, s))) return {};
+    if (!(t = make_started<udp::UdpTransport>(settings, s))) return {};
     addresses.push_back(t->local_address());
   }
   const auto deadline = Clock::now() + std::chrono::seconds(10);

@@ -256,10 +256,10 @@ TEST(UdpTransport, FourRanksAllToAllLoseNothingBehindTheirWindows) {
 
 TEST(UdpTransport, ConnectNamesTheRanksThatNeverAnswer) {
   Status s;
-  auto silent = udp::make_udp_transport({}, s);  // bound, never connected: it reads nothing
+  auto silent = make_started<udp::UdpTransport>(UdpSettings{}, s);  // bound, never connected: it reads nothing
   ASSERT_TRUE(silent) << s.text();
   std::unique_ptr<Transport> t[2];
-  for (auto& x : t) ASSERT_TRUE(x = udp::make_udp_transport({}, s)) << s.text();
+  for (auto& x : t) ASSERT_TRUE(x = make_started<udp::UdpTransport>(UdpSettings{}, s)) << s.text();
   const std::vector<std::vector<std::byte>> addresses = {t[0]->local_address(), t[1]->local_address(), silent->local_address()};
   const auto deadline = Clock::now() + std::chrono::seconds(1);
   Status result[2];
@@ -276,8 +276,8 @@ TEST(UdpTransport, RanksMustAgreeOnAuthentication) {
   Status s;
   UdpSettings off;
   off.authenticate = false;
-  auto a = udp::make_udp_transport({}, s);
-  auto b = udp::make_udp_transport(off, s);
+  auto a = make_started<udp::UdpTransport>(UdpSettings{}, s);
+  auto b = make_started<udp::UdpTransport>(off, s);
   ASSERT_TRUE(a && b);
   const Status r = a->connect(0, {a->local_address(), b->local_address()}, Clock::now() + std::chrono::seconds(1));
   EXPECT_EQ(r.code(), StatusCode::invalid);
