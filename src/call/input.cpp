@@ -13,9 +13,9 @@ namespace optireduce {
 void TarCall::stage_input() {
   if (transformed_) {
     // Each shard encoded on its own, so a shard can be decoded as soon as it is complete and a
-    // lost chunk spreads over that shard's blocks (float32 calls only).
-    s_.hadamard.begin(s_.layout, s_.comm_id, s_.epoch, static_cast<const float*>(request_.input), staging_->data.data(),
-                      static_cast<float*>(request_.output), s_.send_order);
+    // lost chunk spreads over that shard's blocks; staged in the call's format.
+    s_.hadamard.begin(s_.layout, s_.comm_id, s_.epoch, request_.shape.format, request_.input, staging_->data.data(),
+                      request_.output, s_.send_order);
     scatter_source_ = own_source_ = staged();
     return;
   }

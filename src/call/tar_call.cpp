@@ -195,8 +195,9 @@ void TarCall::begin(StagingBuffer& staging) {
   answers_.assign(static_cast<std::size_t>(s_.ranks), 0);
   StagingPool::prepare(staging, (count * element_bytes_ + sizeof(float) - 1) / sizeof(float), sends, s_.ranks);
   beat_header_ = staging.next_header().data();
-  // Float32 allreduces only: see docs/design.md for why not 16-bit calls.
-  transformed_ = bounded() && !probe_ && request_.shape == CallShape{} &&
+  // Allreduces of every format (16-bit ones in float32, rounded to travel: docs/design.md); not a
+  // reduce-scatter, whose result is the owner's shard itself.
+  transformed_ = bounded() && !probe_ && !scatter_only() &&
                  (s_.options.hadamard == HadamardMode::on ||
                   (s_.options.hadamard == HadamardMode::automatic && s_.loss_budget.hadamard_active()));
   stats_.transformed = transformed_;

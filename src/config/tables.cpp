@@ -145,8 +145,9 @@ const std::vector<Parameter>& engine_parameters() {
         "loses stays lost"},
        integer_range(&Config::resend_rounds, 0, kMaxResendRounds)},
       {{"OPTIREDUCE_HADAMARD", "auto", "on, off, auto",
-        "randomized Hadamard transform of bounded calls, which turns a lost chunk into small noise spread over many "
-        "coordinates; auto: on while the communicator has recently lost data"},
+        "randomized Hadamard transform of bounded allreduces, which turns a lost chunk into small noise spread over "
+        "many coordinates (16-bit calls are transformed in float32 and still travel in 16 bits); auto: on while the "
+        "communicator has recently lost data"},
        choice(&Config::hadamard, {{"off", HadamardMode::off}, {"on", HadamardMode::on}, {"auto", HadamardMode::automatic}})},
       {{"OPTIREDUCE_HADAMARD_BLOCK", std::to_string(1u << defaults::kHadamardBlockLog2), "a power of two from 256 to 65536",
         "floats per Hadamard block"},

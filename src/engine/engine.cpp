@@ -50,7 +50,7 @@ std::size_t Engine::buffer_bytes() const {
   std::size_t staged = 0;
   for (const auto* path : {paths_.exact.get(), paths_.bounded.get()})
     if (path) staged += path->staging.bytes();
-  return staged + state_.scatter.buffer_bytes() + state_.probe_output.capacity() * sizeof(float) +
+  return staged + state_.scatter.buffer_bytes() + state_.hadamard.buffer_bytes() + state_.probe_output.capacity() * sizeof(float) +
          (tiers_ ? tiers_->buffer_bytes() : 0);
 }
 

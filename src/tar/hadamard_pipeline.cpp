@@ -1,5 +1,7 @@
 #include "optireduce/engine/tar/hadamard_pipeline.hpp"
 
+#include "optireduce/elements/convert.hpp"
+
 namespace optireduce {
 
 HadamardPipeline::HadamardPipeline(unsigned block_log2, bool overlap) {
@@ -7,31 +9,44 @@ HadamardPipeline::HadamardPipeline(unsigned block_log2, bool overlap) {
   if (overlap) worker_ = std::make_unique<HadamardWorker>();
 }
 
-void HadamardPipeline::begin(const ShardLayout& layout, std::uint64_t comm_id, std::uint64_t epoch, const float* input,
-                             float* staging, float* output, const std::vector<int>& send_order) {
+void HadamardPipeline::begin(const ShardLayout& layout, std::uint64_t comm_id, std::uint64_t epoch, ElementFormat format,
+                             const void* input, void* staging, void* output, const std::vector<int>& send_order) {
   layout_ = layout;
   comm_id_ = comm_id;
   epoch_ = epoch;
-  input_ = input;
-  staging_ = staging;
-  output_ = output;
+  format_ = format;
+  input_ = static_cast<const std::byte*>(input);
+  staging_ = static_cast<std::byte*>(staging);
+  output_ = static_cast<std::byte*>(output);
   const auto ranks = static_cast<std::size_t>(layout.ranks());
   decoded_.assign(ranks, 0);
   encoded_.assign(ranks, 0);
   if (!worker_) {
-    for (int p : send_order) encode(p);
+    for (int p : send_order) transform(Direction::encode, p, caller_room_);
     return;
   }
-  for (int p : send_order) encoded_[p] = worker_->submit([this, p] { encode(p); });
+  for (int p : send_order) encoded_[p] = worker_->submit([this, p] { transform(Direction::encode, p, worker_room_); });
   await_encoded(send_order.front());  // the first send needs it; the rest overlap the network
 }
 
-void HadamardPipeline::encode(int p) {
-  hadamard_encode(input_ + layout_.shard_begin(p), staging_ + layout_.shard_begin(p), layout_.shard_size(p), seed(p), options_);
-}
-
-void HadamardPipeline::decode(int p) const {
-  hadamard_decode(staging_ + layout_.shard_begin(p), output_ + layout_.shard_begin(p), layout_.shard_size(p), seed(p), options_);
+void HadamardPipeline::transform(Direction direction, int p, Room& room) const {
+  const bool encode = direction == Direction::encode;
+  const auto coder = encode ? &hadamard_encode : &hadamard_decode;
+  const std::size_t bytes = element_bytes(format_);
+  const std::uint64_t n = layout_.shard_size(p), at = layout_.shard_begin(p) * bytes;
+  const std::byte* from = (encode ? input_ : staging_) + at;
+  std::byte* to = (encode ? staging_ : output_) + at;
+  if (format_ == ElementFormat::float32) {
+    coder(reinterpret_cast<const float*>(from), reinterpret_cast<float*>(to), n, seed(p), options_);
+    return;
+  }
+  if (room.widened.size() < n) {
+    room.widened.resize(n);
+    room.transformed.resize(n);
+  }
+  widen(format_, from, room.widened.data(), n);
+  coder(room.widened.data(), room.transformed.data(), n, seed(p), options_);
+  narrow(format_, room.transformed.data(), to, n);
 }
 
 void HadamardPipeline::await_encoded(int p) {
@@ -43,7 +58,7 @@ void HadamardPipeline::await_encoded(int p) {
 void HadamardPipeline::shard_final(int p) {
   if (!worker_ || decoded_[p]) return;
   decoded_[p] = 1;
-  worker_->submit([this, p] { decode(p); });
+  worker_->submit([this, p] { transform(Direction::decode, p, worker_room_); });
 }
 
 void HadamardPipeline::finish() {
@@ -56,7 +71,7 @@ void HadamardPipeline::finish() {
   for (int p = 0; p < layout_.ranks(); ++p)
     if (!decoded_[p]) {
       decoded_[p] = 1;
-      decode(p);
+      transform(Direction::decode, p, caller_room_);
     }
   quiesce();
 }

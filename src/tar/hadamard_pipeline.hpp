@@ -1,14 +1,22 @@
-// The randomized Hadamard transform of one bounded call, shard by shard: the input is encoded
+// The randomized Hadamard transform of one bounded allreduce, shard by shard: the input is encoded
 // into staging before it is sent, the all-gathered result is decoded from staging into the
 // caller's buffer. With the worker (a free core per rank: decided once, at engine creation) the
 // encodes run in the order the sends need them and each shard is decoded as soon as its data is
 // final, while the calling thread keeps driving the network.
+//
+// 16-bit calls are transformed in float32 and travel in their own format (docs/design.md,
+// "Hadamard for 16-bit calls"): a shard is widened, encoded and rounded into staging; the owner
+// sums the rounded contributions as it sums any 16-bit ones (widened, rounded once); the gathered
+// shard is widened, decoded and rounded into the output.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "optireduce/elements/format.hpp"
+#include "optireduce/engine/aligned_allocator.hpp"
 #include "optireduce/hadamard/hadamard.hpp"
 #include "optireduce/hadamard/worker.hpp"
 #include "optireduce/engine/tar/shard_layout.hpp"
@@ -21,9 +29,10 @@ class HadamardPipeline {
 
   // A call of `layout` in the transformed domain: encodes `input` into `staging` shard by shard
   // (shard p under a seed every rank derives from the communicator, the call and p), then
-  // decodes into `output`. `send_order`: the shards in the order the sends need them.
-  void begin(const ShardLayout& layout, std::uint64_t comm_id, std::uint64_t epoch, const float* input,
-             float* staging, float* output, const std::vector<int>& send_order);
+  // decodes into `output`; all three hold `format`'s elements. `send_order`: the shards in the
+  // order the sends need them.
+  void begin(const ShardLayout& layout, std::uint64_t comm_id, std::uint64_t epoch, ElementFormat format, const void* input,
+             void* staging, void* output, const std::vector<int>& send_order);
   // Shard p's encoded data may be read or overwritten (sends, reduction, gathered chunks).
   void await_encoded(int p);
   // Shard p's data is final (all its chunks are in): decode it now if the worker is there.
@@ -36,20 +45,32 @@ class HadamardPipeline {
   }
   // Decodes every shard not decoded yet (split between the worker and this thread) and waits.
   void finish();
+  // The float32 room 16-bit shards are transformed in (between calls: no job is running).
+  std::size_t buffer_bytes() const { return caller_room_.bytes() + worker_room_.bytes(); }
 
  private:
+  // Where a 16-bit shard is widened and transformed: one per thread that transforms (the calling
+  // thread, the worker), since both decode at once in finish(). Grown to the largest shard.
+  struct Room {
+    std::vector<float, AlignedAllocator<float>> widened, transformed;
+    std::size_t bytes() const { return (widened.capacity() + transformed.capacity()) * sizeof(float); }
+  };
+  enum class Direction { encode, decode };
+
   std::uint64_t seed(int p) const { return hadamard_seed(comm_id_, epoch_, static_cast<std::uint64_t>(p)); }
-  void encode(int p);
-  void decode(int p) const;
+  // Encodes shard p from the input into staging, or decodes it from staging into the output.
+  void transform(Direction direction, int p, Room& room) const;
 
   HadamardOptions options_;
   ShardLayout layout_;
   std::uint64_t comm_id_ = 0, epoch_ = 0;
-  const float* input_ = nullptr;
-  float* staging_ = nullptr;
-  float* output_ = nullptr;
+  ElementFormat format_ = ElementFormat::float32;
+  const std::byte* input_ = nullptr;
+  std::byte* staging_ = nullptr;
+  std::byte* output_ = nullptr;
   std::vector<std::uint8_t> decoded_;             // shards decoded or queued for it
   std::vector<HadamardWorker::Ticket> encoded_;   // per shard: its encode job (0: done)
+  Room caller_room_, worker_room_;
   // Last, so it is joined before anything its jobs touch goes away.
   std::unique_ptr<HadamardWorker> worker_;
 };

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "half_vectors.hpp"
 #include "optireduce/elements/convert.hpp"
 #include "optireduce/hadamard/hadamard.hpp"
 
@@ -27,28 +28,12 @@ namespace {
 constexpr int kRanks = 4;
 constexpr std::uint64_t kN = 64 * 4096, kChunk = 1024;  // a 2 KiB chunk of 16-bit elements
 
-using Half = std::vector<std::uint16_t>;
+using testing::Half;
+using testing::to_float;
+using testing::to_half;
 
-Half to_half(ElementFormat f, const std::vector<float>& x) {
-  Half h(x.size());
-  narrow(f, x.data(), h.data(), x.size());
-  return h;
-}
-std::vector<float> to_float(ElementFormat f, const Half& h) {
-  std::vector<float> x(h.size());
-  widen(f, h.data(), x.data(), h.size());
-  return x;
-}
-
-// Rank r's gradients: mostly N(0, 0.01), one in a thousand of magnitude up to 5.
-Half contribution(ElementFormat f, int rank) {
-  std::mt19937 rng(100 + static_cast<unsigned>(rank));
-  std::normal_distribution<float> g(0.0f, 0.01f);
-  std::uniform_real_distribution<float> u(0.0f, 1.0f);
-  std::vector<float> x(kN);
-  for (auto& v : x) v = u(rng) < 0.001f ? 10.0f * (u(rng) - 0.5f) : g(rng);
-  return to_half(f, x);
-}
+// Rank r's gradients, in the call's format.
+Half contribution(ElementFormat f, int rank) { return to_half(f, testing::gradient_like(100 + static_cast<unsigned>(rank), kN)); }
 
 // The owner's sum of what arrived: float32 in rank order, a lost (rank, chunk) left out.
 std::vector<float> owner_sum(const std::vector<std::vector<float>>& parts, const std::set<std::pair<int, std::uint64_t>>& lost) {
