@@ -13,8 +13,8 @@ namespace optireduce::datagram {
 
 class Handshake {
  public:
-  static constexpr std::uint8_t kHeardYou = 1;
-  static constexpr std::uint8_t kKnowYouHeardMe = 2;
+  // The bits of a hello's flags.
+  enum Flag : std::uint8_t { kHeardYou = 1, kKnowYouHeardMe = 2 };
 
   Handshake() = default;
   Handshake(int self, int ranks);

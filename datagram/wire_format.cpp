@@ -3,23 +3,20 @@
 #include <algorithm>
 
 #include "optireduce/byte_order.hpp"
+#include "optireduce/wire_prelude.hpp"
 
 namespace optireduce::datagram {
 
 void encode(const Header& h, std::span<std::byte, Header::kSize> out) {
   ByteWriter w(out.data());
-  w.put<std::uint32_t>(Header::kMagic)
-      .put<std::uint8_t>(Header::kVersion)
-      .put<std::uint8_t>(static_cast<std::uint8_t>(h.kind))
-      .put<std::uint16_t>(h.header_bytes)
-      .put<std::uint32_t>(h.source)
-      .put<std::uint32_t>(h.payload_bytes)
-      .put<std::uint64_t>(h.sequence);
+  WirePrelude{Header::kMagic, Header::kVersion, static_cast<std::uint8_t>(h.kind), h.header_bytes, h.source, h.payload_bytes}
+      .put(w);
+  w.put<std::uint64_t>(h.sequence);
   std::fill(out.begin() + Header::kTagOffset, out.end(), std::byte{0});
 }
 
 Header decode_fields(std::span<const std::byte, Header::kSize> in) {
-  ByteReader r(in.data() + 5);  // after magic and version
+  ByteReader r(in.data() + 5);  // after magic and version, which the dispatch checked
   Header h;
   h.kind = static_cast<Kind>(r.get<std::uint8_t>());
   h.header_bytes = r.get<std::uint16_t>();

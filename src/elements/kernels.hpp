@@ -1,5 +1,6 @@
 // The conversion loops, compiled once per level (elements/scalar.cpp, f16c.cpp, avx512.cpp, each
-// with its own flags); elements/convert.cpp picks one at run time. Each level supplies Lanes:
+// with its own flags); elements/convert.cpp picks one at run time. Each level supplies Lanes
+// (VectorLanes below for the vector levels):
 // widen and narrow of whole vectors' worth of elements (the scalar reference does the tail).
 // Everything here is in an anonymous namespace, so each translation unit keeps its own copy.
 #pragma once
@@ -85,6 +86,76 @@ void sum_widened_blocks(const WidenedSum& s, std::size_t n) {
     if (s.rounded_also) std::memcpy(advanced(s.rounded_also, b), advanced(s.rounded, b), 2 * m);
   }
 }
+
+// Lanes of N elements written once over GCC's vector extensions and compiled in each level's
+// translation unit with its flags (N = 8: AVX2 + F16C; 16: AVX-512), so every level runs the
+// scalar reference's arithmetic. bfloat16 is integer arithmetic; float16 takes the level's own
+// conversion instructions (HalfToFloat, FloatToHalf: N lanes), which round as the reference does.
+// (The vector types are spelled per width: GCC's __builtin_convertvector takes no vector type
+// whose size depends on a template parameter.)
+template <std::size_t N>
+struct VectorTypes;
+template <>
+struct VectorTypes<8> {
+  typedef std::uint16_t U16 __attribute__((vector_size(16)));
+  typedef std::uint32_t U32 __attribute__((vector_size(32)));
+  typedef float F32 __attribute__((vector_size(32)));
+};
+template <>
+struct VectorTypes<16> {
+  typedef std::uint16_t U16 __attribute__((vector_size(32)));
+  typedef std::uint32_t U32 __attribute__((vector_size(64)));
+  typedef float F32 __attribute__((vector_size(64)));
+};
+
+// The same bits as another vector type of the same size (an intrinsic's __m256i for a U16, ...).
+template <typename To, typename From>
+To vector_as(From v) {
+  static_assert(sizeof(To) == sizeof(From));
+  To t;
+  std::memcpy(&t, &v, sizeof t);
+  return t;
+}
+template <typename R, typename A>
+A argument_of(R (*)(A));
+
+template <std::size_t N, auto HalfToFloat, auto FloatToHalf>
+struct VectorLanes {
+  using U16 = typename VectorTypes<N>::U16;
+  using U32 = typename VectorTypes<N>::U32;
+  using F32 = typename VectorTypes<N>::F32;
+
+  static U32 bfloat16_round(U32 u) {
+    const U32 rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    const U32 quieted = (u >> 16) | 0x40u;
+    return (u & 0x7FFFFFFFu) > 0x7F800000u ? quieted : rounded;
+  }
+  static F32 widen_half(U16 h) { return vector_as<F32>(HalfToFloat(vector_as<decltype(argument_of(HalfToFloat))>(h))); }
+  static U16 narrow_half(F32 v) { return vector_as<U16>(FloatToHalf(vector_as<decltype(argument_of(FloatToHalf))>(v))); }
+
+  static std::size_t widen(ElementFormat f, const void* in, float* out, std::size_t n) {
+    const auto* src = static_cast<const std::byte*>(in);
+    std::size_t i = 0;
+    for (; i + N <= n; i += N) {
+      U16 h;
+      std::memcpy(&h, src + 2 * i, sizeof h);
+      const F32 v = f == ElementFormat::float16 ? widen_half(h) : (F32)(__builtin_convertvector(h, U32) << 16);
+      std::memcpy(out + i, &v, sizeof v);
+    }
+    return i;
+  }
+  static std::size_t narrow(ElementFormat f, const float* in, void* out, std::size_t n) {
+    auto* dst = static_cast<std::byte*>(out);
+    std::size_t i = 0;
+    for (; i + N <= n; i += N) {
+      F32 v;
+      std::memcpy(&v, in + i, sizeof v);
+      const U16 h = f == ElementFormat::float16 ? narrow_half(v) : __builtin_convertvector(bfloat16_round((U32)v), U16);
+      std::memcpy(dst + 2 * i, &h, sizeof h);
+    }
+    return i;
+  }
+};
 
 template <typename Lanes>
 Kernels kernels_of() {

@@ -1,18 +1,15 @@
 #include "optireduce/engine/tar/wire_header.hpp"
 
 #include "optireduce/byte_order.hpp"
+#include "optireduce/wire_prelude.hpp"
 
 namespace optireduce {
 
 void encode(const WireHeader& h, EncodedHeader out) {
   ByteWriter w(out.data());
-  w.put<std::uint32_t>(WireHeader::kMagic)
-      .put<std::uint8_t>(WireHeader::kVersion)
-      .put<std::uint8_t>(static_cast<std::uint8_t>(h.kind))
-      .put<std::uint16_t>(h.flags)
-      .put<std::uint32_t>(h.source)
-      .put<std::uint32_t>(h.length)
-      .put<std::uint64_t>(h.comm_id)
+  WirePrelude{WireHeader::kMagic, WireHeader::kVersion, static_cast<std::uint8_t>(h.kind), h.flags, h.source, h.length}
+      .put(w);
+  w.put<std::uint64_t>(h.comm_id)
       .put<std::uint64_t>(h.epoch)
       .put<std::uint64_t>(h.total)
       .put<std::uint64_t>(h.offset)
@@ -23,14 +20,14 @@ void encode(const WireHeader& h, EncodedHeader out) {
 bool decode(std::span<const std::byte> in, WireHeader& h) {
   if (in.size() < WireHeader::kEncodedSize) return false;
   ByteReader r(in.data());
-  if (r.get<std::uint32_t>() != WireHeader::kMagic || r.get<std::uint8_t>() != WireHeader::kVersion) return false;
-  const auto kind = r.get<std::uint8_t>();
-  if (kind < static_cast<std::uint8_t>(MessageKind::scatter_chunk) || kind > static_cast<std::uint8_t>(MessageKind::alive))
+  const WirePrelude p = WirePrelude::get(r);
+  if (p.magic != WireHeader::kMagic || p.version != WireHeader::kVersion) return false;
+  if (p.kind < static_cast<std::uint8_t>(MessageKind::scatter_chunk) || p.kind > static_cast<std::uint8_t>(MessageKind::alive))
     return false;
-  h.kind = static_cast<MessageKind>(kind);
-  h.flags = r.get<std::uint16_t>();
-  h.source = r.get<std::uint32_t>();
-  h.length = r.get<std::uint32_t>();
+  h.kind = static_cast<MessageKind>(p.kind);
+  h.flags = p.field;
+  h.source = p.source;
+  h.length = p.length;
   h.comm_id = r.get<std::uint64_t>();
   h.epoch = r.get<std::uint64_t>();
   h.total = r.get<std::uint64_t>();
