@@ -65,6 +65,15 @@ void TarCall::notify_failure(const std::vector<int>& ranks) {
   while (any_send_in_flight() && Clock::now() < until) (void)transport_.poll(until, handler);
 }
 
+CallStats TarCall::give_up() {
+  // Nothing was sent or staged: this rank waited for nobody, and says so.
+  s_.failure_view.assign(static_cast<std::size_t>(s_.ranks), EngineState::FailureView::answered);
+  if (s_.peer_failure.ok()) notify_failure({});
+  stats_.status = request_.failed_here;
+  stats_.latency_us = us_since(start_);
+  return stats_;
+}
+
 CallStats TarCall::fail(Status status) {
   if (transformed_) s_.hadamard.quiesce();  // nothing may write into the caller's buffer after this
   release_caller_buffers();                  // nor read it

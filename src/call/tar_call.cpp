@@ -43,6 +43,7 @@ CallStats TarCall::run() {
   if (injects_faults()) s_.faults.maybe_delay_entry();
   s_.call_entered_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                            std::chrono::system_clock::now().time_since_epoch()).count();
+  if (!request_.failed_here.ok()) return give_up();
   Status st;
   StagingBuffer* staging = path_.staging.acquire(transport_, bounded(), s_.epoch, hard_deadline_,
                                               [this](Clock::time_point d, const std::function<bool()>& done) { return wait(d, done); }, st);

@@ -38,6 +38,9 @@ struct TarRequest {
   // The exact rerun of such a run: its watchdog counts from here, not from the call's start
   // (the run used that time up, and a peer may still be in it: longest_exchange_lag).
   Clock::time_point waits_from{};
+  // Not ok: this rank's caller failed its part before the call (its input is not to be used;
+  // hierarchy/host_tiers.hpp). The call gives up at once and tells the peers, who fail it too.
+  Status failed_here;
 };
 
 class TarCall {
@@ -159,6 +162,9 @@ class TarCall {
   Status finish_reduce_scatter();
   void teach_deadlines(Clock::time_point scatter_start, Clock::time_point gather_start);
   CallStats fail(Status status);
+  // Fails the call before it began on request_.failed_here: the peers hear of it (the notice
+  // names nobody) or wait out their own deadlines, and fail the same call.
+  CallStats give_up();
   // What this rank still waits for from each peer, for the failure agreement.
   void record_failure_view();
   void notify_failure(const std::vector<int>& ranks);

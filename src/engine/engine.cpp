@@ -94,6 +94,15 @@ CallStats Engine::reduce_scatter(const void* input, void* output, std::span<cons
   return stats;
 }
 
+CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t count, bool bounded, const Status& failed_here) {
+  TarRequest call;
+  call.input = input;
+  call.output = output;
+  call.count = count;
+  call.failed_here = failed_here;
+  return run_call(call, bounded);
+}
+
 CallStats Engine::run_call(TarRequest call, bool allow_bounded) {
   const auto start = Clock::now();
   CallStats stats;
@@ -103,22 +112,32 @@ CallStats Engine::run_call(TarRequest call, bool allow_bounded) {
     stats.status = PeerError("an earlier call on this communicator failed");
     return stats;
   }
+  if (tiers_ && call.shape == CallShape{} && call.count > 0) {
+    // Three stages: each slice's engine decides its own kind and agrees its own failures, and
+    // every rank of every host learns of any (hierarchy/host_tiers.hpp). An empty call has no
+    // slice to carry a host's failure to the others: it stays flat.
+    stats.sequence = ++state_.calls;
+    stats = tiers_->allreduce(static_cast<const float*>(call.input), static_cast<float*>(call.output), call.count,
+                              allow_bounded, std::move(stats), start);
+    state_.largest_call_bytes = std::max<std::size_t>(state_.largest_call_bytes, call.count * sizeof(float));
+  } else {
+    stats = run_flat(call, allow_bounded, std::move(stats), start);
+  }
+  state_.agreed.injected_drops = state_.faults.injected_drops();
+  state_.agreed.resend_requests = state_.resends.requests_sent;
+  state_.agreed.resend_chunks_asked = state_.resends.chunks_asked;
+  state_.agreed.resent_chunks = state_.resends.chunks_resent;
+  if (!stats.ok()) broken_ = true;
+  state_.last_call = stats;
+  return stats;
+}
+
+CallStats Engine::run_flat(TarRequest& call, bool allow_bounded, CallStats stats, Clock::time_point start) {
   const unsigned cls = call.size_class = call_class(call.count * call.shape.element_bytes(), call.shape.index());
   // Over shared memory nothing is lost to a network: a bounded communicator's calls run exactly
   // there, over the faster of the engine and the MPI.
   stats.kind = allow_bounded && !step_aside_.eligible() ? choose_kind(cls) : CallKind::exact;
   stats.sequence = ++state_.calls;
-  if (tiers_ && call.shape == CallShape{}) {
-    // Three stages: each slice's engine decides its own kind and agrees its own failures, and
-    // every rank learns of any through its host's all-gather (hierarchy/host_tiers.hpp).
-    stats.kind = CallKind::exact;
-    stats = tiers_->allreduce(static_cast<const float*>(call.input), static_cast<float*>(call.output), call.count,
-                              allow_bounded, std::move(stats), start);
-    if (!stats.ok()) broken_ = true;
-    state_.largest_call_bytes = std::max<std::size_t>(state_.largest_call_bytes, call.count * sizeof(float));
-    state_.last_call = stats;
-    return stats;
-  }
   // The path of the call, in one place: the job's MPI where it measured faster (one host, shared
   // memory: deadlines/step_aside.hpp; a float32 allreduce, what the MPI's own does), and while that
   // is measured; bounded calls over the bounded transport; exact ones over the exact transport
@@ -147,12 +166,6 @@ CallStats Engine::run_call(TarRequest call, bool allow_bounded) {
   if (stats.ok() && steps_aside) step_aside_.record(cls, aside, stats.latency_us, *state_.bootstrap);
   if (stats.kind == CallKind::bounded && stats.ok())
     state_.loss_budget.after_bounded_call(stats, state_.calls, *state_.bootstrap, state_.agreed);
-  state_.agreed.injected_drops = state_.faults.injected_drops();
-  state_.agreed.resend_requests = state_.resends.requests_sent;
-  state_.agreed.resend_chunks_asked = state_.resends.chunks_asked;
-  state_.agreed.resent_chunks = state_.resends.chunks_resent;
-  if (!stats.ok()) broken_ = true;
-  state_.last_call = stats;
   return stats;
 }
 
@@ -218,16 +231,24 @@ CallStats Engine::exact_over_bootstrap(const TarRequest& call, CallStats stats, 
   drain_bounded_sends();
   stats.transport = "mpi";
   bool ok = true;
-  if (call.shape == CallShape{}) {
+  // A slice's engine sums one more element: whether some rank's caller failed the call.
+  const bool flagged = failure_flag_over_bootstrap_;
+  if (call.shape == CallShape{} && !flagged) {
     ok = state_.bootstrap->allreduce_sum(static_cast<const float*>(call.input), static_cast<float*>(call.output), call.count);
   } else {
     // The bootstrap sums float32 over the whole buffer: 16-bit elements are widened into it, and
     // what this rank returns (a reduce-scatter's block) is rounded back once.
-    std::vector<float> sums(call.count);
+    std::vector<float> sums(call.count + (flagged ? 1 : 0));
     const ElementFormat format = call.shape.format;
     if (format == ElementFormat::float32) std::memcpy(sums.data(), call.input, call.count * sizeof(float));
     else widen(format, call.input, sums.data(), call.count);
-    ok = state_.bootstrap->allreduce_sum(sums.data(), sums.data(), call.count);
+    if (flagged) sums[call.count] = call.failed_here.ok() ? 0.0f : 1.0f;
+    ok = state_.bootstrap->allreduce_sum(sums.data(), sums.data(), sums.size());
+    if (ok && flagged && sums[call.count] != 0.0f) {
+      stats.latency_us = us_since(start);
+      stats.status = call.failed_here.ok() ? PeerError("another rank's part of the call failed before it") : call.failed_here;
+      return stats;
+    }
     std::uint64_t from = 0, count = call.count;
     if (call.shape.scatter_only()) {
       for (int p = 0; p < state_.rank; ++p) from += call.blocks[static_cast<std::size_t>(p)];
@@ -239,6 +260,10 @@ CallStats Engine::exact_over_bootstrap(const TarRequest& call, CallStats stats, 
   stats.latency_us = us_since(start);
   if (!ok) {
     stats.status = PeerError("the exact allreduce over the job's MPI failed");
+    return stats;
+  }
+  if (!call.failed_here.ok()) {  // an engine without the flag: this rank at least returns no garbage
+    stats.status = call.failed_here;
     return stats;
   }
   stats.phase_us = {stats.latency_us, 0.0};

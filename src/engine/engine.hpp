@@ -49,6 +49,10 @@ class Engine {
   CallStats allreduce_sum(const float* input, float* output, std::uint64_t count, bool bounded = false) {
     return allreduce(input, output, count, ElementFormat::float32, bounded);
   }
+  // The same float32 allreduce on a rank whose caller failed its part before it (`failed_here`
+  // not ok: its input is not to be used). The call fails on every rank: here with `failed_here`,
+  // on the peers by this rank's notice or their own deadlines (hierarchy/host_tiers.hpp).
+  CallStats allreduce_sum(const float* input, float* output, std::uint64_t count, bool bounded, const Status& failed_here);
   // Rank r's block of the sum over ranks: `input` holds every rank's block in rank order
   // (counts[p] elements for rank p: one count per rank, the same on every rank, zeros allowed),
   // `output` receives the sum of block r (counts[r] elements). In place (input == output) the
@@ -64,6 +68,10 @@ class Engine {
   Status enable_hierarchy(const Placement& placement, const HostTiers::MakeEngine& make);
   // Null while the calls are flat.
   const HostTiers* tiers() const { return tiers_.get(); }
+  // Every rank of this engine calls it before its first call, or none (a slice's engine): exact
+  // calls over the job's MPI then sum one more element, whether a rank's caller failed the call,
+  // so such a failure fails the call on every rank there too.
+  void flag_failures_over_bootstrap() { failure_flag_over_bootstrap_ = true; }
 
   int rank() const { return state_.rank; }
   int ranks() const { return state_.ranks; }
@@ -97,6 +105,8 @@ class Engine {
   CallKind choose_kind(unsigned call_class) const;
   // Either operation: `call` names the buffers, the shape, the count and the class.
   CallStats run_call(TarRequest call, bool allow_bounded);
+  // A call over every rank at once (not in three stages): its kind, its path, its agreements.
+  CallStats run_flat(TarRequest& call, bool allow_bounded, CallStats stats, Clock::time_point start);
   CallStats run_tar(TransportPath& path, const TarRequest& request, CallStats stats, Clock::time_point start);
   // Exact calls over the bootstrap, for when no reliable transport is there.
   CallStats exact_over_bootstrap(const TarRequest& call, CallStats stats, Clock::time_point start);
@@ -127,6 +137,7 @@ class Engine {
   std::unique_ptr<HostTiers> tiers_;  // three-stage calls; null: flat
   StepAside step_aside_{false, 0};  // set by create() once the ranks agreed it may
   bool broken_ = false;
+  bool failure_flag_over_bootstrap_ = false;
 };
 
 }  // namespace optireduce

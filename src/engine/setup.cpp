@@ -168,7 +168,11 @@ std::unique_ptr<Engine> Engine::create(int rank, int ranks, std::unique_ptr<Boot
 
 Status Engine::enable_hierarchy(const Placement& placement, const HostTiers::MakeEngine& make) {
   Status status;
-  tiers_ = HostTiers::create(state_.rank, placement, state_.comm_id, *state_.bootstrap, make, state_.options.watchdog, status);
+  // One exchange of a slice's engine: its watchdog, after a calibration run that took up to the
+  // timeout and the lag of its exact rerun (Engine::calibrate_over_datagrams).
+  const Clock::duration grace = state_.options.watchdog + state_.options.timeout + TarCall::longest_exchange_lag(state_.options);
+  tiers_ = HostTiers::create(state_.rank, placement, state_.comm_id, *state_.bootstrap, make, state_.options.watchdog, grace,
+                             status);
   return tiers_ ? Status{} : status;
 }
 

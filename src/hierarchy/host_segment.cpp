@@ -26,14 +26,20 @@ struct Header {
 static_assert(sizeof(Header) <= kLine);
 
 struct Control {
-  std::atomic<std::uint64_t> counters[4];
-  char pad[kLine - 4 * sizeof(std::atomic<std::uint64_t>)];
+  std::atomic<std::uint64_t> counters[6];
+  char pad[kLine - 6 * sizeof(std::atomic<std::uint64_t>)];
 };
 static_assert(sizeof(Control) == kLine);
 
+struct Verdicts {
+  std::atomic<std::uint64_t> words[2][2];  // [stage][call % 2]
+  char pad[kLine - 4 * sizeof(std::atomic<std::uint64_t>)];
+};
+static_assert(sizeof(Verdicts) == kLine);
+
 std::size_t round_up(std::size_t n) { return (n + kLine - 1) / kLine * kLine; }
 std::size_t total_bytes(int local_ranks, std::size_t slot_bytes) {
-  return kLine + kLine * static_cast<std::size_t>(local_ranks) + round_up(slot_bytes) * (static_cast<std::size_t>(local_ranks) + 1);
+  return 2 * kLine + kLine * static_cast<std::size_t>(local_ranks) + round_up(slot_bytes) * (static_cast<std::size_t>(local_ranks) + 1);
 }
 
 std::uint32_t host_hash(const std::string& host) {  // FNV-1a
@@ -128,13 +134,17 @@ HostSegment::~HostSegment() {
 }
 
 std::byte* HostSegment::slot(int local_index) const {
-  return base_ + kLine + kLine * static_cast<std::size_t>(local_ranks_) + round_up(slot_bytes_) * static_cast<std::size_t>(local_index);
+  return base_ + 2 * kLine + kLine * static_cast<std::size_t>(local_ranks_) + round_up(slot_bytes_) * static_cast<std::size_t>(local_index);
 }
 
 std::byte* HostSegment::result() const { return slot(local_ranks_); }
 
 std::atomic<std::uint64_t>& HostSegment::counter(int local_index, int which) const {
-  return reinterpret_cast<Control*>(base_ + kLine)[local_index].counters[which];
+  return reinterpret_cast<Control*>(base_ + 2 * kLine)[local_index].counters[which];
+}
+
+std::atomic<std::uint64_t>& HostSegment::verdict(int stage, std::uint64_t call) const {
+  return reinterpret_cast<Verdicts*>(base_ + kLine)->words[stage][call % 2];
 }
 
 }  // namespace optireduce

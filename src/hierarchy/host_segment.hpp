@@ -4,8 +4,9 @@
 // it within a deadline; the last to attach removes the name, so nothing is left in /dev/shm once
 // every rank holds its mapping (or when creation fails), and the memory goes with the last unmap.
 //
-// Layout: a header, one control line per local rank (its sequence counters), then one slot per
-// local rank and one result area, each `slot_bytes` long, 64-byte aligned.
+// Layout: a header, a line of the host's verdicts, one control line per local rank (its sequence
+// counters), then one slot per local rank and one result area, each `slot_bytes` long, 64-byte
+// aligned.
 #pragma once
 
 #include <atomic>
@@ -38,8 +39,12 @@ class HostSegment {
   std::byte* result() const;
   // A local rank's counter `which` (0: its input is in its slot, 1: its reduced range is in the
   // result, 2: its part of the call failed), the number of the last call that reached that point;
-  // 3: the result entries its slices' exchanges left out in its last call.
+  // 3: the result entries its slices' exchanges left out in its last call; 4: the call of its
+  // latest progress mark, 5: that mark's time (steady clock, ns: one clock for the whole host).
   std::atomic<std::uint64_t>& counter(int local_index, int which) const;
+  // The host's verdict on stage `stage` (0: reduce-scatter, 1: all-gather) of `call`, two calls
+  // kept per stage: 2·call where it succeeded, 2·call + 1 where it failed, less while undecided.
+  std::atomic<std::uint64_t>& verdict(int stage, std::uint64_t call) const;
 
  private:
   HostSegment(std::byte* base, std::size_t bytes, int local_ranks, std::size_t slot_bytes, std::string unlink_at_end)

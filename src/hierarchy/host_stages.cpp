@@ -1,17 +1,24 @@
 #include "optireduce/engine/hierarchy/host_stages.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <thread>
 
 namespace optireduce {
 
-Status HostStages::wait_all(int which, std::uint64_t call, Clock::time_point deadline, const char* stage) const {
+Status HostStages::wait_all(int which, std::uint64_t call, Clock::time_point deadline, const char* stage,
+                            Clock::duration grace) const {
+  // Until when local rank k may still be waited for: its latest mark in this call, plus `grace`.
+  auto marked_until = [&](int k) {
+    if (grace == Clock::duration::zero() || segment_.counter(k, 4).load(std::memory_order_acquire) != call) return deadline;
+    return std::max(deadline, Clock::time_point(Clock::duration(segment_.counter(k, 5).load(std::memory_order_relaxed))) + grace);
+  };
   for (int k = 0; k < segment_.local_ranks(); ++k) {
     unsigned spins = 0;
     while (segment_.counter(k, which).load(std::memory_order_acquire) < call) {
       if (++spins % 1024 == 0) {
-        if (Clock::now() >= deadline)
+        if (Clock::now() >= marked_until(k))
           return Timeout(std::string("local rank ") + std::to_string(k) + " of this host did not reach the " + stage +
                          " of call " + std::to_string(call) + " in time");
         std::this_thread::yield();
@@ -21,16 +28,32 @@ Status HostStages::wait_all(int which, std::uint64_t call, Clock::time_point dea
   return {};
 }
 
+Status HostStages::agree(int stage, const Status& mine, const char* what) {
+  // The first vote decides; a rank that gave up on a late one thus takes it along. Whoever reads
+  // "ok" here reads it after the rank that set it saw every local rank's writes of the stage.
+  auto& word = segment_.verdict(stage, call_);
+  const std::uint64_t decided = 2 * call_, vote = decided + (mine.ok() ? 0 : 1);
+  std::uint64_t seen = word.load(std::memory_order_acquire);
+  while (seen < decided)
+    if (word.compare_exchange_weak(seen, vote, std::memory_order_acq_rel, std::memory_order_acquire)) seen = vote;
+  if (seen == decided) return {};
+  if (!mine.ok()) return mine;
+  return PeerError(std::string("another local rank of this host failed the ") + what + " of call " + std::to_string(call_));
+}
+
 Status HostStages::reduce_scatter(const float* input, std::size_t elements, ElementRange mine, float* reduced,
                                   Clock::time_point deadline) {
   if (elements * sizeof(float) > segment_.slot_bytes())
     return Invalid(std::to_string(elements * sizeof(float)) + " bytes exceed the host's shared slot of " +
                    std::to_string(segment_.slot_bytes()));
   const std::uint64_t call = ++call_;
-  OR_RETURN_IF_ERROR(wait_all(1, call - 1, deadline, "end of the previous call"));
-  std::memcpy(segment_.slot(me_), input, elements * sizeof(float));
-  segment_.counter(me_, 0).store(call, std::memory_order_release);
-  OR_RETURN_IF_ERROR(wait_all(0, call, deadline, "reduce-scatter"));
+  Status arrived = wait_all(1, call - 1, deadline, "end of the previous call");
+  if (arrived.ok()) {
+    std::memcpy(segment_.slot(me_), input, elements * sizeof(float));
+    segment_.counter(me_, 0).store(call, std::memory_order_release);
+    arrived = wait_all(0, call, deadline, "reduce-scatter");
+  }
+  OR_RETURN_IF_ERROR(agree(0, arrived, "reduce-scatter"));
   const auto* first = reinterpret_cast<const float*>(segment_.slot(0));
   for (std::size_t i = mine.begin; i < mine.end; ++i) reduced[i - mine.begin] = first[i];
   for (int k = 1; k < segment_.local_ranks(); ++k) {
@@ -41,21 +64,29 @@ Status HostStages::reduce_scatter(const float* input, std::size_t elements, Elem
   return {};
 }
 
+void HostStages::mark_progress() {
+  segment_.counter(me_, 5).store(static_cast<std::uint64_t>(Clock::now().time_since_epoch().count()), std::memory_order_relaxed);
+  segment_.counter(me_, 4).store(call_, std::memory_order_release);
+}
+
 Status HostStages::all_gather(const float* reduced, ElementRange mine, float* output, std::size_t elements,
-                              Clock::time_point deadline, bool failed, std::uint64_t* dropped) {
+                              Clock::time_point deadline, bool failed, std::uint64_t* dropped, Clock::duration grace) {
   auto* result = reinterpret_cast<float*>(segment_.result());
   std::memcpy(result + mine.begin, reduced, mine.size() * sizeof(float));
   if (failed) segment_.counter(me_, 2).store(call_, std::memory_order_relaxed);
   if (dropped) segment_.counter(me_, 3).store(*dropped, std::memory_order_relaxed);
   segment_.counter(me_, 1).store(call_, std::memory_order_release);
-  OR_RETURN_IF_ERROR(wait_all(1, call_, deadline, "all-gather"));
+  // A rank whose part failed knows the verdict already: it need not wait for anyone to give it.
+  Status vote = failed ? PeerError("this rank's part of call " + std::to_string(call_) + " failed")
+                       : wait_all(1, call_, deadline, "all-gather", grace);
+  for (int k = 0; k < segment_.local_ranks() && vote.ok(); ++k)
+    if (segment_.counter(k, 2).load(std::memory_order_relaxed) == call_)
+      vote = PeerError("local rank " + std::to_string(k) + " of this host failed its part of call " + std::to_string(call_));
+  OR_RETURN_IF_ERROR(agree(1, vote, "all-gather"));
   if (dropped) {
     *dropped = 0;
     for (int k = 0; k < segment_.local_ranks(); ++k) *dropped += segment_.counter(k, 3).load(std::memory_order_relaxed);
   }
-  for (int k = 0; k < segment_.local_ranks(); ++k)
-    if (segment_.counter(k, 2).load(std::memory_order_relaxed) == call_)
-      return PeerError("local rank " + std::to_string(k) + " of this host failed its part of call " + std::to_string(call_));
   std::memcpy(output, result, elements * sizeof(float));
   bytes_ += (mine.size() + elements) * sizeof(float);
   return {};

@@ -1,12 +1,16 @@
 // The exact stages of a three-stage call inside one host, over its HostSegment: a reduce-scatter
 // (every local rank puts its buffer in its slot; each sums its own range over every slot, in
 // local-rank order) and an all-gather (each puts its fully reduced range in the result area; every
-// rank copies the whole result). float32. Every wait is bounded by the call's deadline.
+// rank copies the whole result). float32. Every wait is bounded.
 //
 // Reuse without a barrier of its own: a rank writes its slot for call g only once every local
 // rank has finished call g-1's reduction (counter 1 at g-1: nobody reads old slots any more), and
 // writes its range of the result for call g only once every local rank has entered call g
 // (counter 0 at g: everyone has copied call g-1's result out).
+//
+// One outcome per host: each stage ends with the host's verdict, set by the first local rank to
+// decide (every rank there, nothing failed: ok; else failed) and read by every other, so a rank
+// that comes after another gave up on it fails that stage too instead of succeeding alone.
 #pragma once
 
 #include <cstdint>
@@ -22,21 +26,29 @@ class HostStages {
 
   // `input`: `elements` floats (at most the segment's slot); `mine`: this rank's range in its
   // host; `reduced` receives the sum over the host's ranks of that range (mine.size() floats).
+  // Not ok on every local rank alike where some local rank did not come by its deadline.
   Status reduce_scatter(const float* input, std::size_t elements, ElementRange mine, float* reduced, Clock::time_point deadline);
+  // That this rank is still at work on the current call (before each of its exchanges): the
+  // all-gather waits for it up to `grace` past its latest mark, even beyond the deadline.
+  void mark_progress();
   // `reduced`: this rank's range summed over every host; `output` receives all `elements`.
   // `failed`: this rank's part of the call failed (a slice exchange, its reduce-scatter); then,
-  // or where another local rank's did, the all-gather fails too, on every local rank alike.
-  // `dropped`: in, the entries this rank's exchanges left out; out, those of every local rank
-  // (each slice has one holder on the host: the host's sum is the whole call's).
+  // or where another local rank's did or did not come in time, the all-gather fails on every
+  // local rank alike. `dropped`: in, the entries this rank's exchanges left out; out, those of
+  // every local rank (each slice has one holder on the host: the host's sum is the whole call's).
   Status all_gather(const float* reduced, ElementRange mine, float* output, std::size_t elements, Clock::time_point deadline,
-                    bool failed = false, std::uint64_t* dropped = nullptr);
+                    bool failed = false, std::uint64_t* dropped = nullptr, Clock::duration grace = Clock::duration::zero());
 
   // Bytes this rank wrote to and read from the segment (the report's shared-memory bytes).
   std::uint64_t shared_memory_bytes() const { return bytes_; }
 
  private:
-  // Waits until every local rank's counter `which` reaches `call`.
-  Status wait_all(int which, std::uint64_t call, Clock::time_point deadline, const char* stage) const;
+  // Waits until every local rank's counter `which` reaches `call`: until the deadline, or for a
+  // rank that marked progress in this call, until `grace` past its latest mark if that is later.
+  Status wait_all(int which, std::uint64_t call, Clock::time_point deadline, const char* stage,
+                  Clock::duration grace = Clock::duration::zero()) const;
+  // The host's verdict on `stage` of the current call, this rank's `mine` offered as its vote.
+  Status agree(int stage, const Status& mine, const char* what);
 
   HostSegment& segment_;
   int me_;

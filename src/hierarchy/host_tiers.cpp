@@ -23,12 +23,14 @@ bool all_ranks(Bootstrap& parent, bool mine) {
 
 }  // namespace
 
-HostTiers::HostTiers(int rank, Placement placement, SliceMap slices, std::uint64_t comm_id, std::chrono::milliseconds watchdog)
+HostTiers::HostTiers(int rank, Placement placement, SliceMap slices, std::uint64_t comm_id, std::chrono::milliseconds watchdog,
+                     Clock::duration exchange_grace)
     : rank_(rank),
       placement_(std::move(placement)),
       slices_(std::move(slices)),
       comm_id_(comm_id),
       watchdog_(watchdog),
+      exchange_grace_(exchange_grace),
       local_index_(placement_.local_index(rank)),
       local_ranks_(placement_.ranks_on(placement_.host_of_rank[static_cast<std::size_t>(rank)])),
       my_slices_(slices_.slices_of(rank)) {}
@@ -36,8 +38,10 @@ HostTiers::HostTiers(int rank, Placement placement, SliceMap slices, std::uint64
 HostTiers::~HostTiers() = default;
 
 std::unique_ptr<HostTiers> HostTiers::create(int rank, const Placement& placement, std::uint64_t comm_id, Bootstrap& parent,
-                                             const MakeEngine& make, std::chrono::milliseconds watchdog, Status& status) {
-  auto tiers = std::unique_ptr<HostTiers>(new HostTiers(rank, placement, map_slices(placement), comm_id, watchdog));
+                                             const MakeEngine& make, std::chrono::milliseconds watchdog,
+                                             Clock::duration exchange_grace, Status& status) {
+  auto tiers =
+      std::unique_ptr<HostTiers>(new HostTiers(rank, placement, map_slices(placement), comm_id, watchdog, exchange_grace));
   const int host = placement.host_of_rank[static_cast<std::size_t>(rank)];
   // Every split first (collectives over every rank, in slice order), then the engines of this
   // rank's slices in buffer order (each collective over its holders; a holder of several goes
@@ -64,6 +68,7 @@ std::unique_ptr<HostTiers> HostTiers::create(int rank, const Placement& placemen
     const int s = tiers->my_slices_[i];
     auto engine = make(s, host, placement.hosts(), std::move(views[i]), one);
     if (!engine && made.ok()) made = one;
+    if (engine) engine->flag_failures_over_bootstrap();  // every holder's, or the slice fails below
     tiers->engines_.push_back(std::move(engine));
   }
   if (!all_ranks(parent, made.ok())) {
@@ -74,6 +79,14 @@ std::unique_ptr<HostTiers> HostTiers::create(int rank, const Placement& placemen
   return tiers;
 }
 
+std::uint64_t HostTiers::segment_id(std::uint64_t comm_id, unsigned generation) {
+  return comm_id + 0x9e3779b97f4a7c15ULL * generation;
+}
+
+std::string HostTiers::segment_name(std::uint64_t comm_id, const std::string& host, unsigned generation) {
+  return HostSegment::name_of(segment_id(comm_id, generation), host);
+}
+
 Status HostTiers::fit_segment(std::size_t bytes, Clock::time_point deadline) {
   if (segment_ && segment_->slot_bytes() >= bytes) return {};
   std::size_t slot = std::max(kFirstSlotBytes, segment_ ? 2 * segment_->slot_bytes() : std::size_t{0});
@@ -82,7 +95,7 @@ Status HostTiers::fit_segment(std::size_t bytes, Clock::time_point deadline) {
   stages_.reset();
   segment_.reset();
   // A name of its own for each size: the last segment's may still be there on a slow rank.
-  const std::uint64_t id = comm_id_ + 0x9e3779b97f4a7c15ULL * ++segment_generation_;
+  const std::uint64_t id = segment_id(comm_id_, ++segment_generation_);
   const std::string& host = placement_.host_names[static_cast<std::size_t>(placement_.host_of_rank[static_cast<std::size_t>(rank_)])];
   Status status;
   segment_ = HostSegment::attach(id, host, local_index_, local_ranks_, slot, deadline, status);
@@ -98,8 +111,9 @@ CallStats HostTiers::allreduce(const float* input, float* output, std::uint64_t 
   const ElementRange mine = local_range(local_index_, local_ranks_, elements, kGranule);
   stats.stages.hierarchical = true;
   const std::uint64_t shm_before = shared_memory_bytes();
-  // Stage 1: this rank's range summed over its host. A host of one rank has nothing to sum: its
-  // slices are exchanged in the output.
+  // Stage 1: this rank's range summed over its host, failed on every local rank alike where it
+  // failed on one (its verdict). A host of one rank has nothing to sum: its slices are exchanged
+  // in the output.
   Status failure;
   float* work = output;
   std::size_t work_begin = 0;
@@ -113,14 +127,16 @@ CallStats HostTiers::allreduce(const float* input, float* output, std::uint64_t 
   }
   const double reduced_at = us_since(start);
   stats.stages.host_reduce_us = reduced_at;
-  // Stage 2: each of this rank's slices across hosts, in buffer order, run even after a failure.
+  // Stage 2: each of this rank's slices across hosts, in buffer order, run even after a failure:
+  // failed then, so that the slice's holders on every other host fail the call too.
   const std::uint64_t sent_before = transport_counters().bytes_sent;
   bool first = true;
   for (std::size_t i = 0; i < my_slices_.size(); ++i) {
     const ElementRange r = slices_.elements_of(my_slices_[i], elements, kGranule);
     if (r.size() == 0) continue;  // every holder sees it empty alike
     float* at = work + (r.begin - work_begin);
-    const CallStats one = engines_[i]->allreduce_sum(at, at, r.size(), bounded);
+    if (stages_) stages_->mark_progress();
+    const CallStats one = engines_[i]->allreduce_sum(at, at, r.size(), bounded, failure);
     if (!one.ok() && failure.ok()) failure = one.status;
     stats.dropped_entries += one.dropped_entries;
     stats.filled_entries += one.filled_entries;
@@ -143,7 +159,7 @@ CallStats HostTiers::allreduce(const float* input, float* output, std::uint64_t 
   if (local_ranks_ > 1 && stages_) {
     // The call's dropped entries: every slice's, the same count on every rank.
     const Status gathered =
-        stages_->all_gather(reduced_.data(), mine, output, elements, deadline, !failure.ok(), &stats.dropped_entries);
+        stages_->all_gather(reduced_.data(), mine, output, elements, deadline, !failure.ok(), &stats.dropped_entries, exchange_grace_);
     if (failure.ok()) failure = gathered;
   }
   stats.stages.shared_memory_bytes = shared_memory_bytes() - shm_before;

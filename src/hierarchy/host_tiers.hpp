@@ -6,16 +6,20 @@
 // deadlines, resends, fill agreement and Hadamard as in any engine), then an exact all-gather
 // inside each host.
 //
-// Failures: a sub-engine's failure is agreed among its slice's holders, one on every host, and
-// each tells its host's ranks through the all-gather; so every rank of every host fails the call.
-// Every rank runs every exchange of its slices in every call, failed or not, so no holder waits
-// for one that gave up.
+// Failures: every rank of every host ends each call with the same outcome (docs/design.md, "Many
+// ranks per host"). A host agrees each of its stages (HostStages' verdicts); a host whose
+// reduce-scatter failed enters every exchange of its slices failed, and each slice's engine agrees
+// its failures among the slice's holders, one on every host; every holder whose exchange failed
+// tells its host's ranks through the all-gather. Every slice has a holder on every host, so a
+// failure of any host or any exchange reaches every rank. Every rank runs every exchange of its
+// slices in every call, failed or not, so no holder waits for one that gave up.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "optireduce/engine/engine/bootstrap.hpp"
@@ -36,12 +40,16 @@ class HostTiers {
   // makes the engines of this rank's slices, in buffer order. The outcome is agreed: every rank
   // gets null (and `status` why) where any rank failed.
   static std::unique_ptr<HostTiers> create(int rank, const Placement& placement, std::uint64_t comm_id, Bootstrap& parent,
-                                           const MakeEngine& make, std::chrono::milliseconds watchdog, Status& status);
+                                           const MakeEngine& make, std::chrono::milliseconds watchdog,
+                                           Clock::duration exchange_grace, Status& status);
   ~HostTiers();
 
   // A float32 allreduce in three stages; `stats` comes with the call's sequence and shape.
   CallStats allreduce(const float* input, float* output, std::uint64_t count, bool bounded, CallStats stats,
                       Clock::time_point start);
+
+  // The name of a host's segment, the `generation`-th this communicator attached (from 1).
+  static std::string segment_name(std::uint64_t comm_id, const std::string& host, unsigned generation);
 
   const Placement& placement() const { return placement_; }
   // Over the engines of this rank's slices.
@@ -50,7 +58,9 @@ class HostTiers {
   std::uint64_t shared_memory_bytes() const { return stages_ ? shm_bytes_before_ + stages_->shared_memory_bytes() : shm_bytes_before_; }
 
  private:
-  HostTiers(int rank, Placement placement, SliceMap slices, std::uint64_t comm_id, std::chrono::milliseconds watchdog);
+  HostTiers(int rank, Placement placement, SliceMap slices, std::uint64_t comm_id, std::chrono::milliseconds watchdog,
+            Clock::duration exchange_grace);
+  static std::uint64_t segment_id(std::uint64_t comm_id, unsigned generation);
   // The host's segment holds `bytes` per slot: attached again, larger, where it does not (every
   // local rank sees the same count, so all attach together).
   Status fit_segment(std::size_t bytes, Clock::time_point deadline);
@@ -60,6 +70,9 @@ class HostTiers {
   const SliceMap slices_;
   const std::uint64_t comm_id_;
   const std::chrono::milliseconds watchdog_;
+  // The longest one exchange may take once begun: the all-gather waits that long for a local
+  // rank past its latest exchange's start, even beyond the call's watchdog.
+  const Clock::duration exchange_grace_;
   const int local_index_, local_ranks_;
   std::vector<int> my_slices_;
   std::vector<std::unique_ptr<Engine>> engines_;  // one per slice in my_slices_

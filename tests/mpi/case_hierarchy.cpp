@@ -2,7 +2,9 @@
 // some (run under scripts/cluster.sh --ranks-per-host; tests/cluster/mpi_hierarchy.sh), so the
 // engine takes the three-stage call. Every call ran by the engine and succeeded; every result
 // bitwise identical on every rank; where no rank's call was bounded, bitwise the exact sum,
-// else within a relative RMS error of 0.3 of it. The exact sum is computed here from every rank's
+// else within a relative RMS error of 0.3 of it, or of twice the square root of the share of
+// entries the call reports dropped (a call that lost much, and says so, may err that much: with
+// every dropped entry zeroed the error would be about that root). The exact sum is computed here from every rank's
 // pattern, not by MPI: the links carry the engine's calls alone (the script counts their bytes).
 // MPITEST_FLOATS (default 1M) floats per call, MPITEST_CALLS (default 30) calls.
 #include <algorithm>
@@ -62,7 +64,9 @@ int case_hierarchy() {
     }
     const double rel = norm > 0 ? std::sqrt(error / norm) : 0;
     worst = std::max(worst, rel);
-    MPITEST_CHECK(rel <= 0.3, "hierarchy (call %d): relative RMS error %.4f beyond 0.3", c, rel);
+    const double allowed = std::max(0.3, 2 * std::sqrt(call.dropped_fraction));
+    MPITEST_CHECK(rel <= allowed, "hierarchy (call %d): relative RMS error %.4f beyond %.4f (%.4f of the entries dropped)", c,
+                  rel, allowed, call.dropped_fraction);
   }
   if (me == 0)
     std::printf("hierarchy: %d calls of %lld floats on %d ranks, %d bounded somewhere, worst relative RMS error %.2e\n", calls,

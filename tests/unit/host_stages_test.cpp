@@ -105,5 +105,79 @@ TEST(HostStages, AttachIsBoundedAndLeavesNothingBehind) {
   EXPECT_EQ(late.code(), StatusCode::timeout) << late.text();
 }
 
+// Two local ranks of one host, attached (as threads, each its own mapping).
+struct TwoLocalRanks {
+  std::unique_ptr<HostSegment> a, b;
+  TwoLocalRanks(std::uint64_t id, const char* host) {
+    Status st;
+    a = HostSegment::attach(id, host, 0, 2, 4096, Clock::now() + std::chrono::seconds(60), st);
+    b = HostSegment::attach(id, host, 1, 2, 4096, Clock::now() + std::chrono::seconds(60), st);
+  }
+};
+
+Clock::time_point generous() { return Clock::now() + std::chrono::seconds(60); }
+
+// A local rank that comes after another gave up on it fails the stage too (the host's verdict),
+// where alone it would have found everything there and succeeded.
+TEST(HostStages, ReduceScatterLateRankFailsWithTheOneThatGaveUp) {
+  TwoLocalRanks host(unique_id(), "hostD");
+  ASSERT_TRUE(host.a && host.b);
+  HostStages a(*host.a, 0), b(*host.b, 1);
+  float in[4] = {1, 2, 3, 4}, reduced[2] = {-1, -1};
+  const Status gave_up = a.reduce_scatter(in, 4, {0, 2}, reduced, Clock::now());  // b is not there yet
+  EXPECT_EQ(gave_up.code(), StatusCode::timeout) << gave_up.text();
+  const Status late = b.reduce_scatter(in, 4, {2, 4}, reduced, generous());
+  EXPECT_FALSE(late.ok()) << "the late rank succeeded the reduce-scatter its host failed";
+}
+
+TEST(HostStages, AllGatherLateRankFailsWithTheOneThatGaveUp) {
+  TwoLocalRanks host(unique_id(), "hostE");
+  ASSERT_TRUE(host.a && host.b);
+  HostStages a(*host.a, 0), b(*host.b, 1);
+  float in_a[4] = {1, 2, 3, 4}, in_b[4] = {10, 20, 30, 40}, ra[2], rb[2];
+  Status sa, sb;
+  std::thread ta([&] { sa = a.reduce_scatter(in_a, 4, {0, 2}, ra, generous()); });
+  sb = b.reduce_scatter(in_b, 4, {2, 4}, rb, generous());
+  ta.join();
+  ASSERT_TRUE(sa.ok() && sb.ok()) << sa.text() << " / " << sb.text();
+  EXPECT_EQ(ra[0], 11.0f);
+  EXPECT_EQ(rb[1], 44.0f);
+  float out_a[4] = {0, 0, 0, 0}, out_b[4] = {0, 0, 0, 0};
+  const Status gave_up = a.all_gather(ra, {0, 2}, out_a, 4, Clock::now());  // b is not there yet
+  EXPECT_EQ(gave_up.code(), StatusCode::timeout) << gave_up.text();
+  const Status late = b.all_gather(rb, {2, 4}, out_b, 4, generous());
+  EXPECT_FALSE(late.ok()) << "the late rank succeeded the all-gather its host failed";
+  EXPECT_EQ(out_b[0], 0.0f) << "a failed all-gather wrote the caller's output";
+}
+
+// A rank that marked progress (it is in a slice's exchange) is waited for past the deadline,
+// within the grace: both succeed, with the host's sum.
+TEST(HostStages, AllGatherWaitsForALocalRankStillInItsExchange) {
+  TwoLocalRanks host(unique_id(), "hostF");
+  ASSERT_TRUE(host.a && host.b);
+  HostStages a(*host.a, 0), b(*host.b, 1);
+  float in_a[4] = {1, 2, 3, 4}, in_b[4] = {10, 20, 30, 40}, ra[2], rb[2];
+  Status sa, sb;
+  std::thread ta([&] { sa = a.reduce_scatter(in_a, 4, {0, 2}, ra, generous()); });
+  sb = b.reduce_scatter(in_b, 4, {2, 4}, rb, generous());
+  ta.join();
+  ASSERT_TRUE(sa.ok() && sb.ok());
+  b.mark_progress();
+  float out_a[4] = {0, 0, 0, 0}, out_b[4] = {0, 0, 0, 0};
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    sb = b.all_gather(rb, {2, 4}, out_b, 4, generous());
+  });
+  sa = a.all_gather(ra, {0, 2}, out_a, 4, Clock::now(), false, nullptr, std::chrono::seconds(60));
+  late.join();
+  ASSERT_TRUE(sa.ok()) << sa.text();
+  ASSERT_TRUE(sb.ok()) << sb.text();
+  const float sum[4] = {11, 22, 33, 44};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(out_a[i], sum[i]);
+    EXPECT_EQ(out_b[i], sum[i]);
+  }
+}
+
 }  // namespace
 }  // namespace optireduce

@@ -11,88 +11,33 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <thread>
 
-#include "optireduce/engine/engine/engine.hpp"
-#include "optireduce/engine/hierarchy/placement.hpp"
 #include "first_copy_loss.hpp"
-#include "inproc_transport.hpp"
+#include "tiers_job.hpp"
 
 namespace optireduce {
 namespace {
 
-using testing::InProcBootstrap;
-using testing::InProcFabric;
 using testing::InProcNetwork;
-using testing::InProcTransport;
+using testing::TiersJob;
+using testing::TiersOutcome;
+using testing::tiers_exact_sum;
 
-// Deterministic small integers, different per rank, call and index.
-float value(int rank, int call, std::uint64_t i) {
-  return static_cast<float>(static_cast<int>((i * 7 + static_cast<std::uint64_t>(rank) * 13 + static_cast<std::uint64_t>(call) * 5) % 17) - 8);
-}
-
-struct Outcome {
-  std::vector<std::vector<float>> results;  // [call * ranks + rank]
-  std::vector<CallStats> stats;             // likewise
-  bool all_tiered = true;                   // every rank's engine took the three stages
-};
-
-// One job over `counts` ranks per host, `calls` allreduces of `count` floats in place. `network`:
-// the slices' exchanges carry bounded calls over it (null: exact calls only).
-Outcome run_job(const std::vector<int>& counts, int calls, std::uint64_t count, const EngineOptions& options,
-                const InProcNetwork* network) {
-  const Placement placement = placement_from_counts(counts);
-  const int ranks = placement.ranks();
-  auto fabric = std::make_shared<InProcFabric>(ranks);
-  Outcome out;
-  out.results.assign(static_cast<std::size_t>(calls * ranks), {});
-  out.stats.assign(static_cast<std::size_t>(calls * ranks), {});
-  std::vector<std::uint8_t> tiered(static_cast<std::size_t>(ranks), 0);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r)
-    threads.emplace_back([&, r] {
-      Status status;
-      auto engine = Engine::create(r, ranks, std::make_unique<InProcTransport>(fabric, r), nullptr,
-                                   std::make_unique<InProcBootstrap>(fabric, r), options, status);
-      if (!engine) return;
-      auto make = [&](int, int sub_rank, int sub_ranks, std::unique_ptr<Bootstrap> view, Status& st) {
-        const auto& slice_fabric = static_cast<InProcBootstrap*>(view.get())->fabric();
-        std::unique_ptr<Transport> lossy;
-        if (network) lossy = std::make_unique<InProcTransport>(slice_fabric->sub_fabric(2, 0, sub_ranks), sub_rank, *network);
-        return Engine::create(sub_rank, sub_ranks, std::make_unique<InProcTransport>(slice_fabric->sub_fabric(1, 0, sub_ranks), sub_rank),
-                              std::move(lossy), std::move(view), options, st);
-      };
-      if (!engine->enable_hierarchy(placement, make).ok() || !engine->tiers()) return;
-      tiered[static_cast<std::size_t>(r)] = 1;
-      std::vector<float> buffer(count);
-      for (int c = 0; c < calls; ++c) {
-        for (std::uint64_t i = 0; i < count; ++i) buffer[i] = value(r, c, i);
-        const std::size_t at = static_cast<std::size_t>(c * ranks + r);
-        out.stats[at] = engine->allreduce_sum(buffer.data(), buffer.data(), count, network != nullptr);
-        out.results[at] = buffer;
-        if (!out.stats[at].ok()) break;
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (auto t : tiered) out.all_tiered = out.all_tiered && t;
-  return out;
-}
-
-std::vector<float> exact_sum(int ranks, int call, std::uint64_t count) {
-  std::vector<float> sum(count, 0.0f);
-  for (int r = 0; r < ranks; ++r)
-    for (std::uint64_t i = 0; i < count; ++i) sum[i] += value(r, call, i);
-  return sum;
+TiersOutcome run_job(const std::vector<int>& counts, int calls, std::uint64_t count, const EngineOptions& options,
+                     const InProcNetwork* network) {
+  TiersJob job;
+  job.counts = counts, job.calls = calls, job.count = count, job.options = options;
+  job.network = network, job.bounded = network != nullptr;
+  return testing::run_tiers_job(job);
 }
 
 void expect_exact(const std::vector<int>& counts, std::uint64_t count) {
   const int calls = 3;
-  const Outcome out = run_job(counts, calls, count, EngineOptions{}, nullptr);
+  const TiersOutcome out = run_job(counts, calls, count, EngineOptions{}, nullptr);
   ASSERT_TRUE(out.all_tiered);
   const int ranks = placement_from_counts(counts).ranks();
   for (int c = 0; c < calls; ++c) {
-    const auto sum = exact_sum(ranks, c, count);
+    const auto sum = tiers_exact_sum(ranks, c, count);
     for (int r = 0; r < ranks; ++r) {
       const std::size_t at = static_cast<std::size_t>(c * ranks + r);
       ASSERT_TRUE(out.stats[at].ok()) << "rank " << r << " call " << c << ": " << out.stats[at].status.text();
@@ -128,11 +73,11 @@ void expect_consistent_under_loss(const std::vector<int>& counts) {
   network.drop = [&loss](int from, int to, std::span<const std::byte> h) { return loss(from, to, h); };
   const int ranks = placement_from_counts(counts).ranks(), calls = 12;
   const std::uint64_t count = 20000;
-  const Outcome out = run_job(counts, calls, count, options, &network);
+  const TiersOutcome out = run_job(counts, calls, count, options, &network);
   ASSERT_TRUE(out.all_tiered);
   std::uint64_t bounded = 0, dropped = 0;
   for (int c = 0; c < calls; ++c) {
-    const auto sum = exact_sum(ranks, c, count);
+    const auto sum = tiers_exact_sum(ranks, c, count);
     for (int r = 0; r < ranks; ++r) {
       const std::size_t at = static_cast<std::size_t>(c * ranks + r);
       ASSERT_TRUE(out.stats[at].ok()) << "rank " << r << " call " << c << ": " << out.stats[at].status.text();
