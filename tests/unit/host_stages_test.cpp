@@ -130,15 +130,21 @@ TEST(HostStages, ReduceScatterLateRankFailsWithTheOneThatGaveUp) {
   EXPECT_FALSE(late.ok()) << "the late rank succeeded the reduce-scatter its host failed";
 }
 
+// Both local ranks reduce-scatter {1,2,3,4} + {10,20,30,40}: a holds elements 0-1, b 2-3.
+void reduce_scatter_both(HostStages& a, HostStages& b, float (&ra)[2], float (&rb)[2], Status& sa, Status& sb) {
+  float in_a[4] = {1, 2, 3, 4}, in_b[4] = {10, 20, 30, 40};
+  std::thread ta([&] { sa = a.reduce_scatter(in_a, 4, {0, 2}, ra, generous()); });
+  sb = b.reduce_scatter(in_b, 4, {2, 4}, rb, generous());
+  ta.join();
+}
+
 TEST(HostStages, AllGatherLateRankFailsWithTheOneThatGaveUp) {
   TwoLocalRanks host(unique_id(), "hostE");
   ASSERT_TRUE(host.a && host.b);
   HostStages a(*host.a, 0), b(*host.b, 1);
-  float in_a[4] = {1, 2, 3, 4}, in_b[4] = {10, 20, 30, 40}, ra[2], rb[2];
+  float ra[2], rb[2];
   Status sa, sb;
-  std::thread ta([&] { sa = a.reduce_scatter(in_a, 4, {0, 2}, ra, generous()); });
-  sb = b.reduce_scatter(in_b, 4, {2, 4}, rb, generous());
-  ta.join();
+  reduce_scatter_both(a, b, ra, rb, sa, sb);
   ASSERT_TRUE(sa.ok() && sb.ok()) << sa.text() << " / " << sb.text();
   EXPECT_EQ(ra[0], 11.0f);
   EXPECT_EQ(rb[1], 44.0f);
@@ -156,11 +162,9 @@ TEST(HostStages, AllGatherWaitsForALocalRankStillInItsExchange) {
   TwoLocalRanks host(unique_id(), "hostF");
   ASSERT_TRUE(host.a && host.b);
   HostStages a(*host.a, 0), b(*host.b, 1);
-  float in_a[4] = {1, 2, 3, 4}, in_b[4] = {10, 20, 30, 40}, ra[2], rb[2];
+  float ra[2], rb[2];
   Status sa, sb;
-  std::thread ta([&] { sa = a.reduce_scatter(in_a, 4, {0, 2}, ra, generous()); });
-  sb = b.reduce_scatter(in_b, 4, {2, 4}, rb, generous());
-  ta.join();
+  reduce_scatter_both(a, b, ra, rb, sa, sb);
   ASSERT_TRUE(sa.ok() && sb.ok());
   b.mark_progress();
   float out_a[4] = {0, 0, 0, 0}, out_b[4] = {0, 0, 0, 0};
