@@ -1,8 +1,9 @@
-// The conversion loops, compiled once per level (elements/scalar.cpp, f16c.cpp, avx512.cpp, each
-// with its own flags); elements/convert.cpp picks one at run time. Each level supplies Lanes
-// (VectorLanes below for the vector levels): widen, narrow and the widened sum of whole vectors'
-// worth of elements (the scalar reference does the tail).
-// Everything here is in an anonymous namespace, so each translation unit keeps its own copy.
+// The conversion loops, compiled once per level (elements/scalar.cpp; elements/vector.cpp twice,
+// 8 and 16 lanes, each with its own flags); elements/convert.cpp picks one at run time. Each level
+// supplies Lanes (VectorLanes below for the vector levels): widen, narrow and the widened sum of
+// whole vectors' worth of elements (the scalar reference does the tail).
+// Everything below the declarations is in an anonymous namespace, so each object keeps its own
+// copy, built with its own flags.
 #pragma once
 
 #include <cstddef>
@@ -21,8 +22,14 @@ struct Kernels {
 };
 
 Kernels scalar_kernels();
-Kernels f16c_kernels();
-Kernels avx512_kernels();
+// The vector levels, by elements per vector: 8 (AVX2 + F16C), 16 (AVX-512); elements/vector.cpp
+// defines each in its own object.
+template <std::size_t Lanes>
+Kernels vector_kernels();
+template <>
+Kernels vector_kernels<8>();
+template <>
+Kernels vector_kernels<16>();
 
 namespace {
 
@@ -86,11 +93,11 @@ void sum_widened_all(const WidenedSum& s, std::size_t n) {
 }
 
 // Lanes of N elements written once over GCC's vector extensions and compiled in each level's
-// translation unit with its flags (N = 8: AVX2 + F16C; 16: AVX-512), so every level runs the
-// scalar reference's arithmetic. bfloat16 is integer arithmetic (widened by the level's
-// BfloatToFloat: zero-extend and shift, in two instructions where GCC's own conversion of the
-// vector takes five); float16 takes the level's own conversion instructions (HalfToFloat,
-// FloatToHalf: N lanes), which round as the reference does.
+// object with its flags (N = 8: AVX2 + F16C; 16: AVX-512), so every level runs the scalar
+// reference's arithmetic. bfloat16 is integer arithmetic (widened by the level's BfloatToFloat:
+// zero-extend and shift, in two instructions where GCC's own conversion of the vector takes five);
+// float16 takes the level's own conversion instructions (HalfToFloat, FloatToHalf: N lanes), which
+// round as the reference does.
 // (The vector types are spelled per width: GCC's __builtin_convertvector takes no vector type
 // whose size depends on a template parameter.)
 template <std::size_t N>
