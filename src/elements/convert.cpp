@@ -15,7 +15,7 @@ namespace {
 const KernelLevels<ConvertLevel, Kernels>& levels() {
   static const KernelLevels<ConvertLevel, Kernels> levels(cpu_features().avx2 && cpu_features().f16c,
                                                           cpu_features().avx512f && cpu_features().avx512bw,
-                                                          scalar_kernels(), f16c_kernels(), avx512_kernels());
+                                                          scalar_kernels(), vector_kernels<8>(), vector_kernels<16>());
   return levels;
 }
 

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "optireduce/engine/config/config.hpp"
 
 namespace optireduce {
@@ -84,6 +86,58 @@ TEST(Config, ByteCounts) {
   EXPECT_FALSE(parse_byte_count("1KB", n));
   EXPECT_FALSE(parse_byte_count("99999999999999999999", n));
   EXPECT_FALSE(parse_byte_count("18446744073709551615G", n));
+}
+
+std::vector<const Parameter*> every_parameter() {
+  std::vector<const Parameter*> all;
+  for (const auto* table : {&engine_parameters(), &fault_parameters(), &transport_parameters(), &output_parameters()})
+    for (const auto& p : *table) all.push_back(&p);
+  return all;
+}
+
+std::vector<std::string> words_of(const std::string& text) {
+  std::vector<std::string> words;
+  for (std::size_t at = 0; at <= text.size();) {
+    const auto comma = std::min(text.find(", ", at), text.size());
+    words.push_back(text.substr(at, comma - at));
+    at = comma + 2;
+  }
+  return words;
+}
+
+// The "accepted" text is made from the parser's own values: each default, each listed word and
+// each end of a listed range is accepted, and just past a range's end is not.
+TEST(Config, AcceptedTextIsWhatTheParserAccepts) {
+  int choices = 0, ranges = 0;
+  for (const Parameter* p : every_parameter()) {
+    const std::string& name = p->info.name;
+    Config c;
+    if (p->info.default_text.front() != '(') EXPECT_TRUE(p->apply(c, p->info.default_text)) << name << " default";
+    const std::string& accepted = p->info.accepted;
+    if (accepted.find(", ") != std::string::npos &&
+        accepted.find_first_not_of("abcdefghijklmnopqrstuvwxyz, ") == std::string::npos) {
+      ++choices;
+      const auto words = words_of(accepted);
+      EXPECT_GE(words.size(), 2u) << name;
+      for (const auto& word : words) EXPECT_TRUE(p->apply(c, word)) << name << "=" << word;
+      EXPECT_FALSE(p->apply(c, words.front() + "x")) << name;
+      if (p->info.default_text.front() != '(')
+        EXPECT_NE(std::find(words.begin(), words.end(), p->info.default_text), words.end()) << name;
+    }
+    const auto to = accepted.find(" to ");
+    std::uint64_t lo = 0, hi = 0;
+    if (to != std::string::npos && parse_byte_count(accepted.substr(0, to), lo)) {
+      const auto end = accepted.find_first_of(" ,", to + 4);
+      ASSERT_TRUE(parse_byte_count(accepted.substr(to + 4, end - to - 4), hi)) << name << ": " << accepted;
+      ++ranges;
+      EXPECT_TRUE(p->apply(c, std::to_string(lo))) << name << "=" << lo;
+      EXPECT_TRUE(p->apply(c, std::to_string(hi))) << name << "=" << hi;
+      EXPECT_FALSE(p->apply(c, std::to_string(hi + 1))) << name << "=" << hi + 1;
+      if (lo > 0) EXPECT_FALSE(p->apply(c, std::to_string(lo - 1))) << name << "=" << lo - 1;
+    }
+  }
+  EXPECT_EQ(choices, 10);  // mode, fill, agree fill, hadamard, overlap, transport, step aside, hierarchy, auth, log
+  EXPECT_EQ(ranges, 6);    // min and chunk bytes, timeout, watchdog, resend rounds, calibration calls
 }
 
 }  // namespace
