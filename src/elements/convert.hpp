@@ -25,7 +25,9 @@ void narrow(ElementFormat format, const float* in, void* out, std::size_t n, Con
 //   source in order (all of `sources` when running is given), in float32.
 // With `rounded` the pass is the last: s is rounded once into `rounded` and, unless null,
 // `rounded_also`; otherwise s goes to `running_out` (which may be `running`). Sources may sit at
-// any byte address and may be `rounded` itself (a block is read before it is written).
+// any byte address and may be `rounded` itself (each group of elements is read before it is
+// written). One pass: each element's sum stays in a register from its first source to its
+// rounding. Where two NaNs meet, the sum is the first one (quieted).
 struct WidenedSum {
   ElementFormat format = ElementFormat::float16;
   const float* running = nullptr;

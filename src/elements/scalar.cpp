@@ -7,6 +7,7 @@ namespace {
 struct ScalarLanes {
   static std::size_t widen(ElementFormat, const void*, float*, std::size_t) { return 0; }
   static std::size_t narrow(ElementFormat, const float*, void*, std::size_t) { return 0; }
+  static std::size_t sum(const WidenedSum&, std::size_t) { return 0; }
 };
 
 }  // namespace

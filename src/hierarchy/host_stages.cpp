@@ -49,20 +49,30 @@ Status HostStages::reduce_scatter(const float* input, std::size_t elements, Elem
   const std::uint64_t call = ++call_;
   Status arrived = wait_all(1, call - 1, deadline, "end of the previous call");
   if (arrived.ok()) {
-    std::memcpy(segment_.slot(me_), input, elements * sizeof(float));
+    // The other ranks read only their own ranges of this slot: this rank's range stays out of it
+    // (it sums that from `input`).
+    auto* slot = reinterpret_cast<float*>(segment_.slot(me_));
+    std::memcpy(slot, input, mine.begin * sizeof(float));
+    std::memcpy(slot + mine.end, input + mine.end, (elements - mine.end) * sizeof(float));
     segment_.counter(me_, 0).store(call, std::memory_order_release);
     arrived = wait_all(0, call, deadline, "reduce-scatter");
   }
   OR_RETURN_IF_ERROR(agree(0, arrived, "reduce-scatter"));
-  const auto* first = reinterpret_cast<const float*>(segment_.slot(0));
+  // In local-rank order on every rank; this rank's own part is the same bits from its input.
+  auto part = [&](int k) { return k == me_ ? input : reinterpret_cast<const float*>(segment_.slot(k)); };
+  const float* first = part(0);
   for (std::size_t i = mine.begin; i < mine.end; ++i) reduced[i - mine.begin] = first[i];
   for (int k = 1; k < segment_.local_ranks(); ++k) {
-    const auto* slot = reinterpret_cast<const float*>(segment_.slot(k));
-    for (std::size_t i = mine.begin; i < mine.end; ++i) reduced[i - mine.begin] += slot[i];
+    const float* from = part(k);
+    for (std::size_t i = mine.begin; i < mine.end; ++i) reduced[i - mine.begin] += from[i];
   }
-  bytes_ += (elements + mine.size() * static_cast<std::size_t>(segment_.local_ranks())) * sizeof(float);
+  const auto others = static_cast<std::size_t>(segment_.local_ranks() - 1);
+  const bool into_result = reduced == result_range(mine);
+  bytes_ += (elements - mine.size() + mine.size() * others + (into_result ? mine.size() : 0)) * sizeof(float);
   return {};
 }
+
+float* HostStages::result_range(ElementRange mine) const { return reinterpret_cast<float*>(segment_.result()) + mine.begin; }
 
 void HostStages::mark_progress() {
   segment_.counter(me_, 5).store(static_cast<std::uint64_t>(Clock::now().time_since_epoch().count()), std::memory_order_relaxed);
@@ -72,7 +82,10 @@ void HostStages::mark_progress() {
 Status HostStages::all_gather(const float* reduced, ElementRange mine, float* output, std::size_t elements,
                               Clock::time_point deadline, bool failed, std::uint64_t* dropped, Clock::duration grace) {
   auto* result = reinterpret_cast<float*>(segment_.result());
-  std::memcpy(result + mine.begin, reduced, mine.size() * sizeof(float));
+  const bool in_place = reduced == result + mine.begin;
+  // A failed part fails the host's verdict (its flag is read with its counter): nobody copies this
+  // call's result, and a local rank may still be copying the last call's out of the area.
+  if (!in_place && !failed) std::memcpy(result + mine.begin, reduced, mine.size() * sizeof(float));
   if (failed) segment_.counter(me_, 2).store(call_, std::memory_order_relaxed);
   if (dropped) segment_.counter(me_, 3).store(*dropped, std::memory_order_relaxed);
   segment_.counter(me_, 1).store(call_, std::memory_order_release);
@@ -88,7 +101,7 @@ Status HostStages::all_gather(const float* reduced, ElementRange mine, float* ou
     for (int k = 0; k < segment_.local_ranks(); ++k) *dropped += segment_.counter(k, 3).load(std::memory_order_relaxed);
   }
   std::memcpy(output, result, elements * sizeof(float));
-  bytes_ += (mine.size() + elements) * sizeof(float);
+  bytes_ += ((in_place ? 0 : mine.size()) + elements) * sizeof(float);  // (a failed part returned above)
   return {};
 }
 

@@ -1,6 +1,6 @@
 // The exact stages of a three-stage call inside one host, over its HostSegment: a reduce-scatter
-// (every local rank puts its buffer in its slot; each sums its own range over every slot, in
-// local-rank order) and an all-gather (each puts its fully reduced range in the result area; every
+// (every local rank puts its buffer, but for its own range, in its slot; each sums its own range
+// over every rank's slot, its own input in place of its own slot, in local-rank order) and an all-gather (each puts its fully reduced range in the result area; every
 // rank copies the whole result). float32. Every wait is bounded.
 //
 // Reuse without a barrier of its own: a rank writes its slot for call g only once every local
@@ -28,10 +28,16 @@ class HostStages {
   // host; `reduced` receives the sum over the host's ranks of that range (mine.size() floats).
   // Not ok on every local rank alike where some local rank did not come by its deadline.
   Status reduce_scatter(const float* input, std::size_t elements, ElementRange mine, float* reduced, Clock::time_point deadline);
+  // This rank's range of the host's result area (mine.size() floats). Given as `reduced` to
+  // reduce_scatter, the sum lands there and all_gather need not copy it: for the current call's
+  // use only once reduce_scatter succeeded (every local rank has then copied out the previous
+  // call's result), and written by this rank alone.
+  float* result_range(ElementRange mine) const;
   // That this rank is still at work on the current call (before each of its exchanges): the
   // all-gather waits for it up to `grace` past its latest mark, even beyond the deadline.
   void mark_progress();
-  // `reduced`: this rank's range summed over every host; `output` receives all `elements`.
+  // `reduced`: this rank's range summed over every host (or result_range(mine) itself, holding
+  // it); `output` receives all `elements`.
   // `failed`: this rank's part of the call failed (a slice exchange, its reduce-scatter); then,
   // or where another local rank's did or did not come in time, the all-gather fails on every
   // local rank alike. `dropped`: in, the entries this rank's exchanges left out; out, those of

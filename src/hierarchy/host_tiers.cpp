@@ -123,7 +123,11 @@ CallStats HostTiers::allreduce(const float* input, float* output, std::uint64_t 
     reduced_.resize(std::max<std::size_t>(mine.size(), 1));
     work = reduced_.data(), work_begin = mine.begin;
     failure = fit_segment(elements * sizeof(float), deadline);
-    if (failure.ok()) failure = stages_->reduce_scatter(input, elements, mine, reduced_.data(), deadline);
+    // The sum goes straight to this rank's range of the host's result area, where the exchanges
+    // then run and the all-gather finds it; after a failure the exchanges (which fail too) run in
+    // reduced_, leaving the result area to local ranks that may still copy the last call's.
+    if (failure.ok()) failure = stages_->reduce_scatter(input, elements, mine, stages_->result_range(mine), deadline);
+    if (failure.ok()) work = stages_->result_range(mine);
   }
   const double reduced_at = us_since(start);
   stats.stages.host_reduce_us = reduced_at;
@@ -159,7 +163,7 @@ CallStats HostTiers::allreduce(const float* input, float* output, std::uint64_t 
   if (local_ranks_ > 1 && stages_) {
     // The call's dropped entries: every slice's, the same count on every rank.
     const Status gathered =
-        stages_->all_gather(reduced_.data(), mine, output, elements, deadline, !failure.ok(), &stats.dropped_entries, exchange_grace_);
+        stages_->all_gather(work, mine, output, elements, deadline, !failure.ok(), &stats.dropped_entries, exchange_grace_);
     if (failure.ok()) failure = gathered;
   }
   stats.stages.shared_memory_bytes = shared_memory_bytes() - shm_before;

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <memory>
 #include <random>
 #include <thread>
 #include <vector>
@@ -49,8 +50,10 @@ TEST(HostStages, ReduceScatterThenAllGatherGiveTheHostsSumOnEveryRank) {
       auto& out = outputs[local][call];
       out.assign(n, -1.0f);
       const auto deadline = Clock::now() + std::chrono::seconds(60);
-      if (Status s = stages.reduce_scatter(in.data(), n, mine, reduced.data(), deadline); !s.ok()) failures[local] = s;
-      else if (Status g = stages.all_gather(reduced.data(), mine, out.data(), n, deadline); !g.ok()) failures[local] = g;
+      // Every other call sums straight into this rank's range of the result area (HostTiers' way).
+      float* sum = call % 2 ? reduced.data() : stages.result_range(mine);
+      if (Status s = stages.reduce_scatter(in.data(), n, mine, sum, deadline); !s.ok()) failures[local] = s;
+      else if (Status g = stages.all_gather(sum, mine, out.data(), n, deadline); !g.ok()) failures[local] = g;
       if (!failures[local].ok()) return;
     }
     EXPECT_GT(stages.shared_memory_bytes(), 0u);
@@ -138,20 +141,30 @@ void reduce_scatter_both(HostStages& a, HostStages& b, float (&ra)[2], float (&r
   ta.join();
 }
 
-TEST(HostStages, AllGatherLateRankFailsWithTheOneThatGaveUp) {
-  TwoLocalRanks host(unique_id(), "hostE");
-  ASSERT_TRUE(host.a && host.b);
-  HostStages a(*host.a, 0), b(*host.b, 1);
-  float ra[2], rb[2];
+// Two local ranks of one host through one reduce-scatter of reduce_scatter_both.
+struct ReducedHost {
+  TwoLocalRanks host;
+  std::unique_ptr<HostStages> a, b;
+  float ra[2] = {-1, -1}, rb[2] = {-1, -1};
   Status sa, sb;
-  reduce_scatter_both(a, b, ra, rb, sa, sb);
-  ASSERT_TRUE(sa.ok() && sb.ok()) << sa.text() << " / " << sb.text();
-  EXPECT_EQ(ra[0], 11.0f);
-  EXPECT_EQ(rb[1], 44.0f);
+  explicit ReducedHost(const char* name) : host(unique_id(), name) {
+    if (!host.a || !host.b) return;
+    a = std::make_unique<HostStages>(*host.a, 0);
+    b = std::make_unique<HostStages>(*host.b, 1);
+    reduce_scatter_both(*a, *b, ra, rb, sa, sb);
+  }
+  bool ok() const { return a && b && sa.ok() && sb.ok(); }
+};
+
+TEST(HostStages, AllGatherLateRankFailsWithTheOneThatGaveUp) {
+  ReducedHost h("hostE");
+  ASSERT_TRUE(h.ok()) << h.sa.text() << " / " << h.sb.text();
+  EXPECT_EQ(h.ra[0], 11.0f);
+  EXPECT_EQ(h.rb[1], 44.0f);
   float out_a[4] = {0, 0, 0, 0}, out_b[4] = {0, 0, 0, 0};
-  const Status gave_up = a.all_gather(ra, {0, 2}, out_a, 4, Clock::now());  // b is not there yet
+  const Status gave_up = h.a->all_gather(h.ra, {0, 2}, out_a, 4, Clock::now());  // b is not there yet
   EXPECT_EQ(gave_up.code(), StatusCode::timeout) << gave_up.text();
-  const Status late = b.all_gather(rb, {2, 4}, out_b, 4, generous());
+  const Status late = h.b->all_gather(h.rb, {2, 4}, out_b, 4, generous());
   EXPECT_FALSE(late.ok()) << "the late rank succeeded the all-gather its host failed";
   EXPECT_EQ(out_b[0], 0.0f) << "a failed all-gather wrote the caller's output";
 }
@@ -159,28 +172,44 @@ TEST(HostStages, AllGatherLateRankFailsWithTheOneThatGaveUp) {
 // A rank that marked progress (it is in a slice's exchange) is waited for past the deadline,
 // within the grace: both succeed, with the host's sum.
 TEST(HostStages, AllGatherWaitsForALocalRankStillInItsExchange) {
-  TwoLocalRanks host(unique_id(), "hostF");
-  ASSERT_TRUE(host.a && host.b);
-  HostStages a(*host.a, 0), b(*host.b, 1);
-  float ra[2], rb[2];
-  Status sa, sb;
-  reduce_scatter_both(a, b, ra, rb, sa, sb);
-  ASSERT_TRUE(sa.ok() && sb.ok());
-  b.mark_progress();
+  ReducedHost h("hostF");
+  ASSERT_TRUE(h.ok()) << h.sa.text() << " / " << h.sb.text();
+  h.b->mark_progress();
   float out_a[4] = {0, 0, 0, 0}, out_b[4] = {0, 0, 0, 0};
   std::thread late([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    sb = b.all_gather(rb, {2, 4}, out_b, 4, generous());
+    h.sb = h.b->all_gather(h.rb, {2, 4}, out_b, 4, generous());
   });
-  sa = a.all_gather(ra, {0, 2}, out_a, 4, Clock::now(), false, nullptr, std::chrono::seconds(60));
+  h.sa = h.a->all_gather(h.ra, {0, 2}, out_a, 4, Clock::now(), false, nullptr, std::chrono::seconds(60));
   late.join();
-  ASSERT_TRUE(sa.ok()) << sa.text();
-  ASSERT_TRUE(sb.ok()) << sb.text();
+  ASSERT_TRUE(h.sa.ok()) << h.sa.text();
+  ASSERT_TRUE(h.sb.ok()) << h.sb.text();
   const float sum[4] = {11, 22, 33, 44};
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(out_a[i], sum[i]);
     EXPECT_EQ(out_b[i], sum[i]);
   }
+}
+
+// A rank whose part failed leaves the result area alone: nobody takes this call's result, and a
+// local rank may still be copying the last call's out of it.
+TEST(HostStages, AFailedPartDoesNotWriteTheResultArea) {
+  ReducedHost h("hostG");
+  ASSERT_TRUE(h.ok()) << h.sa.text() << " / " << h.sb.text();
+  float out_a[4], out_b[4];
+  std::thread tb([&] { h.sb = h.b->all_gather(h.rb, {2, 4}, out_b, 4, generous()); });
+  h.sa = h.a->all_gather(h.ra, {0, 2}, out_a, 4, generous());
+  tb.join();
+  ASSERT_TRUE(h.sa.ok() && h.sb.ok()) << h.sa.text() << " / " << h.sb.text();
+  reduce_scatter_both(*h.a, *h.b, h.ra, h.rb, h.sa, h.sb);
+  ASSERT_TRUE(h.sa.ok() && h.sb.ok());
+  const float garbage[2] = {-7, -7};
+  h.sa = h.a->all_gather(garbage, {0, 2}, out_a, 4, generous(), true);
+  EXPECT_FALSE(h.sa.ok());
+  EXPECT_EQ(h.a->result_range({0, 2})[0], 11.0f) << "a failed part overwrote the last call's result";
+  EXPECT_EQ(h.a->result_range({0, 2})[1], 22.0f);
+  h.sb = h.b->all_gather(h.rb, {2, 4}, out_b, 4, generous());
+  EXPECT_FALSE(h.sb.ok()) << "the host's verdict let a rank succeed beside a failed part";
 }
 
 }  // namespace
