@@ -27,6 +27,15 @@ void TarCall::ask_for_missing(std::size_t phase) {
   }
 }
 
+bool TarCall::lost_for_good(std::size_t phase, Clock::duration resend_wait) const {
+  // Over a reliable transport everything comes; without rounds, nothing is asked again.
+  if (transport_.traits().reliable) return false;
+  if (!asks_resends()) return true;
+  // A peer that resumed from a stall reads the requests that waited for it only then.
+  return s_.resends.all_asked(phase) &&
+         Clock::now() >= std::max(s_.resends.gives_up_at(phase, resend_wait), stall_counted_until_ + resend_wait);
+}
+
 void TarCall::on_resend_request(const Inbound& in, const InboundMessage& message) {
   if (!serves_resends()) return;
   const int peer = static_cast<int>(in.header.source);

@@ -224,6 +224,7 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
   const auto follow_wait = us_duration(DeadlineController::follow_wait_us(budget_.us[phase]));
   auto handler = [this](const InboundMessage& m) { handle(m); };
   const auto stalled_before = stalled_;
+  bool held_late = false;  // past its deadline for data a late or stalled peer still owes
   while (!complete()) {
     if (entry_pending && unheard_ == 0) {
       // The last peer entered the call: the phase's budget counts from then.
@@ -243,7 +244,10 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
     const bool resending = grace_set && asks_resends();
     // Not before the last slices announced have had time to come: they are in flight, not lost.
     const auto ask_from = resending ? s_.last_slices[phase].settled_at(s_.rank, sends_to_me, follow_wait) : Clock::time_point::min();
-    if (resending && Clock::now() >= ask_from && s_.resends.due(phase, Clock::now(), phase_deadline, resend_wait)) {
+    // Asked before the deadline; a phase held for a late or stalled peer asks once that peer's last
+    // slices are in, for as long as it is held (waiting would not bring a lost datagram).
+    const auto ask_before = held_late ? deadline : phase_deadline;
+    if (resending && Clock::now() >= ask_from && s_.resends.due(phase, Clock::now(), ask_before, resend_wait)) {
       ask_for_missing(phase);
       if (s_.resends.all_asked(phase)) deadline = std::min(deadline, s_.resends.gives_up_at(phase, resend_wait));
     }
@@ -257,7 +261,8 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
       // Until the last slices announced have had time to come, the senders' data still flows.
       const bool settled = grace_set && Clock::now() >= s_.last_slices[phase].settled_at(s_.rank, sends_to_me, follow_wait);
       // The phase may stretch by as long as a stall held a rank in it, too.
-      const auto later = keep_waiting_until(phase, phase_start + (stalled_ - stalled_before), settled);
+      const bool lost = settled && lost_for_good(phase, resend_wait);
+      const auto later = keep_waiting_until(phase, phase_start + (stalled_ - stalled_before), settled, lost, held_late);
       if (later <= Clock::now()) break;
       deadline = later;
       if (later == hard_deadline_ && unheard_ > 0) entry_pending = waited_for_entry_ = true;
@@ -282,7 +287,9 @@ bool TarCall::drain_arrived(std::size_t phase) {
   }
 }
 
-Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_point stretch_from, bool last_slices_in) const {
+Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_point stretch_from, bool last_slices_in, bool lost,
+                                              bool& late) const {
+  late = false;
   const double budget = budget_.us[phase];
   // Deadlines bound the network's tail, not a stalled process's: what a peer that stopped
   // sending even its heartbeats owes is late, not lost.
@@ -290,9 +297,12 @@ Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_poi
   // A call that would lose more than the loss budget is not a result: what is missing but late,
   // not lost, is waited for as an exact call does. Each rank holds its own loss to a share of the
   // budget: the fill agreement makes every rank's missing chunks everybody's, so the call loses
-  // at most the budget.
-  if (const auto late_until = missing_late_until(); late_until != Clock::time_point::min() && over_budget_share(loss_if_closed(phase)))
+  // at most the budget. What can no longer come is lost, not late: not waited for.
+  if (const auto late_until = lost ? Clock::time_point::min() : missing_late_until();
+      late_until != Clock::time_point::min() && over_budget_share(loss_if_closed(phase))) {
+    late = true;
     return late_until;
+  }
   // While data still comes, the network is delivering: wait until it has been quiet a while
   // (once every sender's last slices are in, only a grace: the rest is in flight or lost).
   const double gap = last_slices_in ? DeadlineController::grace_us(budget) : DeadlineController::quiet_gap_us(budget);

@@ -119,8 +119,10 @@ class TarCall {
   // Hands everything the transport already holds to the call; true when anything came.
   bool drain_arrived(std::size_t phase);
   // At a phase's deadline: until when it keeps waiting (now or earlier: it closes). The phase
-  // stretches at most stretch_limit past `stretch_from`.
-  Clock::time_point keep_waiting_until(std::size_t phase, Clock::time_point stretch_from, bool last_slices_in) const;
+  // stretches at most stretch_limit past `stretch_from`. `lost`: nothing missing can come any more
+  // (lost_for_good); `late` is set where the phase is held for data a late or stalled peer still owes.
+  Clock::time_point keep_waiting_until(std::size_t phase, Clock::time_point stretch_from, bool last_slices_in, bool lost,
+                                       bool& late) const;
   void reduce_ready();
   void reduce(std::uint32_t chunk);
   void on_scatter_chunk(const Inbound& in, const InboundMessage& message);
@@ -133,6 +135,10 @@ class TarCall {
   bool asks_resends() const { return bounded() && s_.resends.rounds() > 0; }
   bool serves_resends() const { return asks_resends() && serving_resends_; }
   void ask_for_missing(std::size_t phase);
+  // Over a transport that loses data, once every sender's last slices of a phase are in: whether
+  // what the phase still lacks is lost for good (every round asked, and its answers' wait over,
+  // a stall's end included), not late.
+  bool lost_for_good(std::size_t phase, Clock::duration resend_wait) const;
   void on_resend_request(const Inbound& in, const InboundMessage& message);
   // Bounded calls: the ranks agree on the chunks every rank fills (tar/fill_agreement.hpp).
   bool agree_on_fill();
