@@ -1,4 +1,4 @@
-// OPTIREDUCE_FAULT_*: the loss and delay that tests and benchmarks inject into bounded calls.
+// OPTIREDUCE_FAULT_*: the loss, delays and stalls that tests and benchmarks inject into bounded calls.
 #pragma once
 
 #include <chrono>
@@ -19,6 +19,12 @@ class FaultInjector {
   void maybe_delay_entry() {
     if (options_.delay_rank != rank_ || !(options_.delay_ms > 0) || !chance(options_.delay_probability)) return;
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(options_.delay_ms));
+  }
+  // As this rank gives up on a call (before its failure notice leaves): it may stop a while, as
+  // a loaded host or SIGSTOP may stop it just then.
+  void maybe_stall_at_give_up() const {
+    if (options_.stall_rank != rank_ || !(options_.stall_ms > 0)) return;
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(options_.stall_ms));
   }
   // For each chunk a bounded call receives: true when it is to be discarded.
   bool drop_received_chunk() {

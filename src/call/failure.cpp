@@ -75,6 +75,9 @@ CallStats TarCall::give_up() {
 }
 
 CallStats TarCall::fail(Status status) {
+  // A rank that gives up on its own (not on a peer's notice) may be stopped just then, before
+  // its notice leaves (OPTIREDUCE_FAULT_STALL): its peers must still fail the same call.
+  if (s_.peer_failure.ok()) s_.faults.maybe_stall_at_give_up();
   if (transformed_) s_.hadamard.quiesce();  // nothing may write into the caller's buffer after this
   release_caller_buffers();                  // nor read it
   record_failure_view();

@@ -43,6 +43,7 @@ bool TarCall::exchange_lists() {
     return false;
   };
   auto leave_by = Clock::time_point::max();  // set once this rank knows, and has said so
+  bool waited_again = false;                  // leave_by moved once past a stop of this rank
   if (!list_known()) send_list_to_all(list_copies_, 0);
   for (;;) {
     const bool known = list_known();
@@ -53,7 +54,7 @@ bool TarCall::exchange_lists() {
       // peer it never heard from, which may be late rather than cut off) and its notice had time
       // to come. A peer that left answers from its next call (answer_late_ask).
       const auto entered_later = all_heard_at_ > start_ ? all_heard_at_ - start_ : Clock::duration::zero();
-      leave_by = hard_deadline_ + entered_later + us_duration(kNoticeWaitUs);
+      leave_by = hard_deadline_ + entered_later + us_duration(DeadlineController::notice_wait_us());
     }
     const auto now = Clock::now();
     if (!s_.peer_failure.ok()) return false;
@@ -72,9 +73,17 @@ bool TarCall::exchange_lists() {
       if (later <= now) return false;
       give_up_at = later;
     }
-    const Status st = wait(std::min({next_ask, known ? leave_by : give_up_at}),
-                           [&] { return list_known() != known || (known && s_.fill.all_decided(s_.rank)); });
+    const auto wake = std::min({next_ask, known ? leave_by : give_up_at});
+    const Status st = wait(wake, [&] { return list_known() != known || (known && s_.fill.all_decided(s_.rank)); });
     if (!st.ok() && st.code() != StatusCode::timeout) return false;
+    // This rank was stopped past the moment it would leave (it woke that late): a loaded host
+    // stops every rank at once, and the peer whose notice it waits for gives up only as it
+    // resumes too. That peer gets a notice wait from now, once per call (a host that makes every
+    // wake late must not hold the call for ever).
+    if (const auto now = Clock::now(); known && !waited_again && now >= leave_by && now - wake > us_duration(kStoppedUs)) {
+      leave_by = now + us_duration(DeadlineController::notice_wait_us());
+      waited_again = true;
+    }
     if (Clock::now() >= next_ask) {
       // After the last round the peers' lists may still come, unasked.
       next_ask = ++asks_ < kMostAsks ? Clock::now() + ask_wait() : Clock::time_point::max();
@@ -87,9 +96,20 @@ bool TarCall::exchange_lists() {
   }
 }
 
+Clock::time_point TarCall::watchdog_from(const EngineState& state, const TarRequest& request, Clock::time_point start) {
+  // A peer may still be in this rank's last list exchange (it waits out a silent peer's failure
+  // notice there) and enter this call that much later; an exact call
+  // whose watchdog counted from its own start would part the ranks where a rank that had all it
+  // needed came just as the others gave up (docs/design.md, "Agreement").
+  auto from = std::max(start, request.waits_from);
+  if (state.last_list.epoch != 0) from = std::max(from, state.last_list.left + longest_exchange_lag(state.options));
+  return from;
+}
+
 void TarCall::remember_list() {
   auto& last = s_.last_list;
   last.epoch = s_.epoch;
+  last.left = Clock::now();
   last.total = s_.layout.total();
   last.flags = static_cast<std::uint16_t>(WireHeader::kFlagDecided | WireHeader::shape_flags(request_.shape.index()));
   last.piece_bytes = transport_.traits().max_message_bytes - WireHeader::kEncodedSize;

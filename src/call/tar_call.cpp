@@ -19,8 +19,8 @@ TarCall::TarCall(EngineState& state, TransportPath& path, const TarRequest& requ
       probe_(request.probe),
       stats_(std::move(stats)),
       start_(start),
-      hard_deadline_(std::max(start, request.waits_from) +
-                     (stats_.kind == CallKind::bounded || request.probe ? state.options.timeout : state.options.watchdog)),
+      hard_deadline_(stats_.kind == CallKind::bounded || request.probe ? start + state.options.timeout
+                                                                       : watchdog_from(state, request, start) + state.options.watchdog),
       element_bytes_(request.shape.element_bytes()) {}
 
 Status TarCall::wait(Clock::time_point deadline, const std::function<bool()>& done) {

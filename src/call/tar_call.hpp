@@ -52,12 +52,16 @@ class TarCall {
   void handle(const InboundMessage& message);
 
   // How long after this rank left a list exchange a peer may still be in it (call/list_exchange.cpp):
-  // until its hard deadline, later by as much as it heard from its last peer later, and a notice's wait.
+  // until its hard deadline, later by as much as it heard from its last peer later, and a notice's
+  // wait (twice where it was stopped past the first).
   static Clock::duration longest_exchange_lag(const EngineOptions& options) {
-    return 2 * std::chrono::duration_cast<Clock::duration>(options.timeout) + us_duration(kNoticeWaitUs);
+    return 2 * std::chrono::duration_cast<Clock::duration>(options.timeout) + 2 * us_duration(DeadlineController::notice_wait_us());
   }
 
  private:
+  // From when an exact call's watchdog counts: its start, or later (waits_from, and the last
+  // moment a peer may still be in this rank's last list exchange).
+  static Clock::time_point watchdog_from(const EngineState& state, const TarRequest& request, Clock::time_point start);
   bool bounded() const { return stats_.kind == CallKind::bounded || probe_; }
   bool scatter_only() const { return request_.shape.scatter_only(); }
   bool in_place() const { return request_.input == request_.output; }
@@ -155,9 +159,9 @@ class TarCall {
   // again (its word that it knew was lost), from the next call.
   void remember_list();
   void answer_late_ask(const WireHeader& ask);
-  // How long a failure notice is given to come after the peer that sends it gave up.
-  static constexpr double kNoticeWaitUs = 100e3;
   static constexpr int kDecidedCopies = 3;
+  // A wait that ends this much past its time: this rank was stopped meanwhile.
+  static constexpr double kStoppedUs = 100e3;
   // Rounds of asking, and answers to one peer, per call at most (each a list sent to a peer).
   static constexpr int kMostAsks = 32;
   void log_incomplete_fill(Clock::time_point waited_from) const;

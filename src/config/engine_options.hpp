@@ -29,8 +29,12 @@ struct FaultOptions {
   int delay_rank = -1;           // this rank enters bounded calls late...
   double delay_ms = 0;           // ...by this much...
   double delay_probability = 0;  // ...with this probability per call
+  int stall_rank = -1;           // this rank stops as it gives up on a call, before its notice leaves...
+  double stall_ms = 0;           // ...for this long
   std::uint64_t seed = defaults::kFaultSeed;
-  bool any() const { return drop > 0 || (delay_rank >= 0 && delay_ms > 0 && delay_probability > 0); }
+  bool any() const {
+    return drop > 0 || (delay_rank >= 0 && delay_ms > 0 && delay_probability > 0) || (stall_rank >= 0 && stall_ms > 0);
+  }
 };
 
 struct EngineOptions {

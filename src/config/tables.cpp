@@ -130,6 +130,20 @@ Accepts fault_delay() {
           }};
 }
 
+Accepts fault_stall() {
+  return {"RANK:MILLISECONDS, e.g. 0:800", [](Config& c, const std::string& v) {
+            const auto a = v.find(':');
+            std::uint64_t rank = 0;
+            double ms = 0;
+            if (a == std::string::npos || !parse_plain_integer(v.substr(0, a), rank) || rank > 1u << 24 ||
+                !parse_plain_number(v.substr(a + 1), ms) || ms < 0 || ms > 3600000)
+              return false;
+            c.faults.stall_rank = static_cast<int>(rank);
+            c.faults.stall_ms = ms;
+            return true;
+          }};
+}
+
 Accepts port_range() {
   constexpr std::uint64_t lowest = 1024, highest = 65535;
   return {"FIRST-LAST, from " + std::to_string(lowest) + " to " + std::to_string(highest) + ", e.g. 40000-40999",
@@ -224,6 +238,8 @@ const std::vector<Parameter>& fault_parameters() {
               "testing: probability that a received chunk of a bounded call is discarded"),
       setting("OPTIREDUCE_FAULT_DELAY", "(unset)", fault_delay(),
               "testing: that rank enters bounded calls late by that much with that probability"),
+      setting("OPTIREDUCE_FAULT_STALL", "(unset)", fault_stall(),
+              "testing: that rank stops for that long as it gives up on a call, before its peers hear of it"),
       setting("OPTIREDUCE_FAULT_SEED", std::to_string(defaults::kFaultSeed),
               {"a non-negative integer", [](Config& c, const std::string& v) { return parse_plain_integer(v, c.faults.seed); }},
               "testing: seed of the fault injection"),

@@ -129,6 +129,13 @@ class DeadlineController {
   static double decision_linger_us(double gather_budget_us) {
     return std::max(kDecisionLingerFloorUs, kDecisionLingerWaits * resend_wait_us(gather_budget_us));
   }
+  // How long a rank that knows waits past the hard deadline of a peer that has not said so, for
+  // that peer's failure notice (call/list_exchange.cpp): the peer gives up by then and tells its
+  // peers, but a host that stops it just then (loaded, SIGSTOP) delays the notice by as long,
+  // and a rank that left meanwhile would end the call as done while the peer fails it. Silence
+  // cannot tell that peer from one that knew and left with its word lost, nor can a later call
+  // reach a rank whose next collective is the application's own: the rank that knows waits here.
+  static double notice_wait_us() { return kNoticeWaitUs; }
   // The n-th ask of that exchange (from 0) comes this long after the one before: a resend wait,
   // doubling every few asks up to a limit, so a call's asks span the linger.
   static double decision_ask_wait_us(double gather_budget_us, int n) {
@@ -169,6 +176,7 @@ class DeadlineController {
   static constexpr double kMaxStretch = 4.0;
   static constexpr double kHeartbeatsPerSilence = 6.0;
   static constexpr double kStallWaitFloorUs = 500e3;
+  static constexpr double kNoticeWaitUs = 1e6;
   static constexpr double kAgreeMinUs = 500;
   static constexpr double kDecisionLingerWaits = 16;
   static constexpr double kDecisionLingerFloorUs = 500e3;

@@ -95,8 +95,11 @@ struct EngineState {
   // The list of missing chunks that ended this rank's last call over datagrams, once it knew
   // (call/list_exchange.cpp): a peer still in that call that asks is answered from the next one.
   // Datagram transports copy control messages at send, so one header slot serves every answer.
+  // When this rank left that exchange: a peer may still be in it for TarCall::longest_exchange_lag
+  // (its word that this rank knew lost), and this rank's next exact call waits for it that long.
   struct LastList {
     std::uint64_t epoch = 0, total = 0;  // epoch 0: none
+    Clock::time_point left{};
     std::uint16_t flags = 0;
     std::size_t piece_bytes = 0;
     std::vector<std::byte> bitmap;

@@ -10,9 +10,12 @@
 # always crosses whole. The case checks that the call fails with MPI_ERR_OTHER on every rank,
 # the same call everywhere, that later calls go to the MPI with exact results and that
 # MPI_Barrier completes; here the job must end normally within SECONDS and the rule must have
-# dropped datagrams.
+# dropped datagrams. With --stall, rank 0 (the rank that never learns whether the call was exact)
+# also stops for 0.8 s as it gives up, before its failure notice leaves (OPTIREDUCE_FAULT_STALL,
+# as a loaded host or SIGSTOP may stop it just then): its peers must still hear of its failure
+# and fail the same call, not leave it as exact and hang the job in their next collective.
 #
-#   calibration_outage.sh TIMEOUT_EXE SECONDS MPIEXEC LIBRARY CHECK WORKDIR
+#   calibration_outage.sh [--stall] TIMEOUT_EXE SECONDS MPIEXEC LIBRARY CHECK WORKDIR
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -56,7 +59,12 @@ EOF
   exit "$rc"
 fi
 
-[ $# -eq 6 ] || { sed -n '2,15p' "$0"; exit 2; }
+stall=()
+if [ "${1:-}" = --stall ]; then
+  stall=(-x OPTIREDUCE_FAULT_STALL=0:800)
+  shift
+fi
+[ $# -eq 6 ] || { sed -n '2,19p' "$0"; exit 2; }
 timeout_exe=$1 seconds=$2 mpiexec=$3 lib=$4 check=$5 work=$6
 . "$here/skip_unless_netns.sh"
 . "$here/run_job.sh"
@@ -68,7 +76,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Open MPI's -x applies to the app context it is in: each rank's context gets every setting.
 env=(-x LD_PRELOAD="$lib" -x OPTIREDUCE_MODE=bounded -x OPTIREDUCE_TRANSPORT=udp -x OPTIREDUCE_MIN_BYTES=0
   -x OPTIREDUCE_STEP_ASIDE=off -x OPTIREDUCE_CHUNK_BYTES=32K -x OPTIREDUCE_TIMEOUT_MS=5000
-  ${OPTIREDUCE_LOG:+-x OPTIREDUCE_LOG="$OPTIREDUCE_LOG"}
+  ${OPTIREDUCE_LOG:+-x OPTIREDUCE_LOG="$OPTIREDUCE_LOG"} "${stall[@]}"
   -x MPITEST_CALLS=6 -x MPITEST_OUTAGE_CALL=3 -x MPITEST_OUTAGE_DIR="$work")
 job=("$timeout_exe" -k 10 "$seconds" "$mpiexec" --oversubscribe --mca pml ob1 --mca btl tcp,self
   --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)

@@ -56,6 +56,19 @@ FaultSchedule FaultSchedule::draw(std::uint64_t seed) {
   // threads, or every rank's at once, stop for up to seconds, at any moment of the job.
   for (int k = 0, n = chance(0.4) ? pick(1, 4) : 0; k < n; ++k)
     s.deschedules.push_back({chance(0.3) ? kEveryRank : pick(0, s.ranks - 1), uniform(0, chance(0.5) ? 300 : 3000), length_ms(1, 2500)});
+  // Drawn after the rest, which stays what it was per seed: a direction whose control messages
+  // (lists, "decided", answers, heartbeats, notices) are cut while its data crosses, which ends
+  // calls with a rank that never learns what its peers decided; a rank stopped as it gives up.
+  if (chance(0.15)) {
+    Outage o;
+    o.from = pick(0, s.ranks - 1);
+    o.to = (o.from + pick(1, s.ranks - 1)) % s.ranks;
+    o.start_ms = uniform(0, 1500);
+    o.length_ms = length_ms(50, 6000);
+    o.control_only = true;
+    s.outages.push_back(o);
+  }
+  if (chance(0.2)) s.give_up_stall_rank = pick(0, s.ranks - 1), s.give_up_stall_ms = length_ms(10, 800);
   return s;
 }
 
@@ -70,11 +83,14 @@ std::string FaultSchedule::describe() const {
     for (int t = 0; t < ranks; ++t)
       if (f != t) o << " " << f << ">" << t << " " << data_loss[f * ranks + t] << "/" << control_loss[f * ranks + t];
   o << "\n  duplicates " << duplicate << ", delayed " << delayed << " up to " << max_delay_ms << " ms";
-  for (const auto& x : outages) o << "\n  outage " << x.from << ">" << x.to << " from " << x.start_ms << " ms for " << x.length_ms << " ms";
+  for (const auto& x : outages)
+    o << "\n  outage " << x.from << ">" << x.to << (x.control_only ? " (control messages)" : "") << " from " << x.start_ms << " ms for "
+      << x.length_ms << " ms";
   for (const auto& x : deschedules)
     o << "\n  " << (x.rank == kEveryRank ? std::string("every rank") : "rank " + std::to_string(x.rank)) << " descheduled from " << x.start_ms << " ms for " << x.length_ms << " ms";
   for (const auto& x : late) o << "\n  rank " << x.rank << " enters call " << x.call << " " << x.delay_ms << " ms late";
   if (no_bounded_transport >= 0) o << "\n  rank " << no_bounded_transport << " has no bounded transport";
+  if (give_up_stall_rank >= 0) o << "\n  rank " << give_up_stall_rank << " stops " << give_up_stall_ms << " ms as it gives up on a call";
   return o.str();
 }
 

@@ -15,6 +15,7 @@ namespace optireduce::schedules {
 struct Outage {
   int from = 0, to = 0;           // one direction of one link
   double start_ms = 0, length_ms = 0;  // job time (from the first call)
+  bool control_only = false;      // the data crosses; the words that end a call do not
 };
 
 inline constexpr int kEveryRank = -1;
@@ -51,6 +52,10 @@ struct FaultSchedule {
   std::vector<Deschedule> deschedules;
   std::vector<LateEntry> late;
   int no_bounded_transport = -1;  // this rank's bounded transport could not be made
+  // A rank stopped as it gives up on a call, before its failure notice leaves (the engine's
+  // OPTIREDUCE_FAULT_STALL), for less than its peers wait for that notice.
+  int give_up_stall_rank = -1;
+  double give_up_stall_ms = 0;
 
   static FaultSchedule draw(std::uint64_t seed);
   std::string describe() const;

@@ -170,6 +170,8 @@ SeedOutcome run_seed(const FaultSchedule& s) {
   options.resend_rounds = s.resend_rounds;
   options.hadamard = HadamardMode::off;
   options.step_aside = false;
+  options.faults.stall_rank = s.give_up_stall_rank;
+  options.faults.stall_ms = s.give_up_stall_ms;
 
   SchedulerDelay scheduler;
   auto rendezvous = std::make_shared<Rendezvous>(ranks);
@@ -310,13 +312,14 @@ SeedOutcome run_seed(const FaultSchedule& s) {
     allowed_ms += margin_ms;
     // Where a peer's word that it knows never comes (every copy lost, and the peer, gone on,
     // answers nothing), a rank that knows waits for it until that peer's hard deadline and its
-    // failure notice's wait (call/list_exchange.cpp): the hard bound, counted from the first
+    // failure notice's wait, twice where it was stopped past the first (call/list_exchange.cpp):
+    // the hard bound, counted from the first
     // entry plus the entries' spread. A rank descheduled as it entered is heard from only once it
     // runs again (the engine cannot tell that from a late entry): the descheduling counts too.
     Clock::time_point first_entry = last_entry;
     for (int r = 0; r < ranks; ++r) first_entry = std::min(first_entry, row[r].entered);
     const double hard_ms = double(options.timeout.count()) + 2 * std::chrono::duration<double, std::milli>(last_entry - first_entry).count() +
-                           2 * descheduled_ms(first_entry, last_left) + 100 + margin_ms;
+                           2 * descheduled_ms(first_entry, last_left) + 2 * DC::notice_wait_us() / 1000 + margin_ms;
     bool past_waits = false;
     for (int r = 0; r < ranks; ++r) {
       const double took_ms = std::chrono::duration<double, std::milli>(row[r].left - last_entry).count();

@@ -36,7 +36,7 @@ void ScheduledFabric::send(int from, int to, Lane lane, std::span<const std::byt
   ++counts_.sent;
   const double t = job_ms(now);
   for (const auto& o : schedule_.outages)
-    if (o.from == from && o.to == to && t >= o.start_ms && t < o.start_ms + o.length_ms) {
+    if (o.from == from && o.to == to && t >= o.start_ms && t < o.start_ms + o.length_ms && !(o.control_only && lane == Lane::data)) {
       ++counts_.cut;
       return;
     }

@@ -47,6 +47,18 @@ void expect_error(const Environment& env, const std::string& must_contain_a, con
   EXPECT_EQ(r.error.find('\n'), std::string::npos) << "one line";
 }
 
+TEST(Config, FaultStallNamesARankAndHowLongItStopsAsItGivesUp) {
+  auto r = parse_config({{"OPTIREDUCE_FAULT_STALL", "2:800"}});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.config.faults.stall_rank, 2);
+  EXPECT_EQ(r.config.faults.stall_ms, 800.0);
+  EXPECT_TRUE(r.config.faults.any());
+  EXPECT_FALSE(parse_config({}).config.faults.any());
+  expect_error({{"OPTIREDUCE_FAULT_STALL", "800"}}, "OPTIREDUCE_FAULT_STALL=\"800\"", "RANK:MILLISECONDS");
+  expect_error({{"OPTIREDUCE_FAULT_STALL", "1:-5"}}, "OPTIREDUCE_FAULT_STALL", "RANK:MILLISECONDS");
+  expect_error({{"OPTIREDUCE_FAULT_STALL", "x:5"}}, "OPTIREDUCE_FAULT_STALL", "RANK:MILLISECONDS");
+}
+
 TEST(Config, BadValuesNameTheVariableTheValueAndWhatIsAccepted) {
   expect_error({{"OPTIREDUCE_MODE", "fast"}}, "OPTIREDUCE_MODE=\"fast\"", "bounded, reliable, off");
   expect_error({{"OPTIREDUCE_TRANSPORT", "verbs"}}, "OPTIREDUCE_TRANSPORT=\"verbs\"", "ucx");
