@@ -38,6 +38,10 @@ struct CallStats {
   std::uint64_t fill_hash = 0;        // which chunks this rank filled (deadlines/loss_ledger.hpp)
   std::string transport;              // the module the call ran over ("ucx", "udp"; "mpi": the bootstrap)
   double latency_us = 0;
+  // How long stalls held the call over a datagram transport: a peer silent past the quiet gap, or
+  // a gap as long in this rank's own waits (it was descheduled), each moment counted once. The
+  // phases may stretch by as much (design.md, "Stalled ranks over datagrams").
+  double stall_us = 0;
   PhaseTimes deadline_us{};  // budget of each phase (0 for exact calls)
   PhaseTimes phase_us{};     // time each phase took
   StageStats stages;         // of a three-stage call

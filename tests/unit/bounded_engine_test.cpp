@@ -733,11 +733,17 @@ TEST(BoundedEngine, APhaseHeldForAStalledPeerAsksAgainForWhatItLost) {
     if (o.stats.kind != CallKind::bounded || o.stats.phase_us[0] <= o.stats.deadline_us[0]) continue;
     ++held;  // rank 0's scatter-reduce outlasted its deadline: the stall held it
     repaired += o.stats.dropped_entries == 0;
+    // The call counts the stall it waited out: rank 0 as rank 1's silence, rank 1 as its own gap.
+    EXPECT_GT(o.stats.stall_us, 0.0) << describe(o, c, 0);
+    EXPECT_GT(seen[c][1].stats.stall_us, 0.0) << describe(seen[c][1], c, 1);
     std::printf("%s\n", describe(o, c, 0).c_str());
   }
   std::uint64_t resent = 0;
   for (int r = 0; r < ranks; ++r) resent += job.engines[r]->agreed().resent_chunks;
   ASSERT_GE(held, 3) << "the stall did not hold rank 0's scatter-reduce past its deadline";
+  // Before the stalls begin nothing was stalled on this unloaded run's calibration calls.
+  for (int c = 0; c < calibration; ++c)
+    for (int r = 0; r < ranks; ++r) EXPECT_EQ(seen[c][r].stats.stall_us, 0.0) << describe(seen[c][r], c, r);
   EXPECT_GT(resent, 0u);
   // A rank descheduled past a resend round on this shared host still loses a chunk now and then.
   EXPECT_GE(2 * repaired, held) << repaired << " of " << held << " calls held by the stall got their lost contributions again";
