@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Bounded calls against their bound, from the last rank's entry, in scripts/bench.sh results.
 
-usage: scripts/bench/bound_check.py [--show N] [--past N] OUT_DIR [OUT_DIR ...]
+usage: scripts/bench/bound_check.py [--show N] [--past N] [--outside MS] OUT_DIR [OUT_DIR ...]
 
 Reads each job of a bench.sh output directory (runs/r<round>-<contender>/: out.json, cmd,
 report.json) run with OPTIREDUCE_TRACE (in --env or a contender's definition), and the trace
@@ -16,8 +16,11 @@ rank's end (the bench's after_last_entry_ms: the ranks share this machine's cloc
 two rounds, OPTIREDUCE_RESEND_ROUNDS' default). A stall is time the engine itself counted as a
 rank descheduled or silent past the quiet gap; the phases may stretch by as much. It prints, per
 contender: bounded calls, p50/p99 from the last entry, calls past the bound without and with the
-stall allowance, the slowest calls and the calls past with every rank's trace line, and
-divergent calls by the bench's bitwise check and by the engines' reports.
+stall allowance, the slowest calls and the calls past with every rank's trace line, divergent
+calls by the bench's bitwise check and by the engines' reports, and the calls whose time from the
+last entry exceeds the slowest rank's own latency in the engine by more than --outside ms (waits
+of the call outside the engine's phases: the agreements over the job's MPI after it), and, where
+the trace has its held column, how many calls had a phase held past its deadline by each rule.
 Exit code: 0 when no call is past its bound with the stall allowance and the divergence counts
 agree, 1 otherwise, 2 on bad input.
 """
@@ -103,6 +106,8 @@ def main():
     ap.add_argument("out_dirs", nargs="+")
     ap.add_argument("--show", type=int, default=5, help="slowest calls shown (default 5)")
     ap.add_argument("--past", type=int, default=10, help="calls past the bound shown (default 10)")
+    ap.add_argument("--outside", type=float, default=20.0,
+                    help="ms beyond the slowest rank's engine latency counted as a wait outside the engine (default 20)")
     args = ap.parse_args()
     by_contender = collections.defaultdict(list)
     traces = {}
@@ -157,6 +162,13 @@ def main():
               f"max {max(timed) if timed else float('nan'):.1f} ms")
         print(f"past deadlines + resend waits: {len(past)}; past that + the stall the engine counted: {len(past_stall)}")
         print(f"divergent calls: {bitwise} by the bench's bitwise check, {reported} by the reports")
+        # Time from the last entry beyond the slowest rank's own latency in the engine: waits of the
+        # call outside the engine's phases (the agreements over the job's MPI after a bounded call).
+        outside = [r for r in rows if r[0] - max(float(f[9]) for f in r[5].values()) / 1e3 > args.outside]
+        print(f"calls more than {args.outside:g} ms longer from the last entry than the slowest rank's engine latency: "
+              f"{len(outside)}" + "".join(f"; round {r[3]} call {r[4]}: {r[0]:.1f} ms, engine "
+                                          f"{max(float(f[9]) for f in r[5].values()) / 1e3:.1f} ms"
+                                          for r in sorted(outside, key=lambda r: -r[0])[:5]))
 
         def show(title, selected, n):
             if not selected:
@@ -166,6 +178,15 @@ def main():
                 print(f"  round {rnd} call {seq}: {lat:.1f} ms from the last entry; bound {base:.1f} ms + stall {stall:.1f} ms")
                 for rank in sorted(ranks):
                     print("    " + " ".join(ranks[rank]))
+        # The trace's held column (per phase: the rule that kept it open past its deadline).
+        def held(ranks):
+            return "".join(sorted({c for f in ranks.values() if len(f) > 14 for c in f[14] if c != "-"}))
+        if any(len(f) > 14 for r in rows for f in r[5].values()):
+            count = collections.Counter(held(r[5]) or "-" for r in rows)
+            count_past = collections.Counter(held(r[5]) or "-" for r in past)
+            print("calls by the rules that held a phase past its deadline on some rank (f flowing, l late, e entry, s stall): "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(count.items())) + "; of those past deadlines + resend waits: "
+                  + (", ".join(f"{k} {v}" for k, v in sorted(count_past.items())) or "none"))
         show("slowest calls", rows, args.show)
         show("past deadlines + resend waits + stall", past_stall, args.past)
         show("past deadlines + resend waits, within the stall", [r for r in past if r not in past_stall], args.past)
