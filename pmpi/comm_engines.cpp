@@ -49,7 +49,6 @@ CommState& comm_state(MPI_Comm comm) {
   const optireduce_bootstrap bootstrap = mpi_bootstrap(comm);
   state->engine = optireduce_engine_open(&bootstrap);
   if (!state->engine) bootstrap.release(bootstrap.context);
-  else state->bootstrap = bootstrap.context;
   g_live.insert(state);
   PMPI_Comm_set_attr(comm, g_keyval, state);
   return *state;

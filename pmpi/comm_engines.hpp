@@ -18,7 +18,6 @@ struct CommState {
   MPI_Comm comm = MPI_COMM_NULL;
   std::mutex mutex;                       // one call at a time per communicator (device check and call)
   optireduce_engine* engine = nullptr;    // null outside MPI_Init..MPI_Finalize
-  void* bootstrap = nullptr;              // the engine's bootstrap context (mpi_bootstrap.hpp), while it is open
   // Agreed verdicts on user ops met here, by the op's registration serial (sum_format.cpp).
   std::map<std::uint64_t, int> sum_verdicts;
 };

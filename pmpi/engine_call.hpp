@@ -12,7 +12,6 @@
 #include "allreduce.hpp"
 #include "comm_engines.hpp"
 #include "device_memory.hpp"
-#include "mpi_bootstrap.hpp"
 
 namespace optireduce::pmpi {
 
@@ -45,8 +44,6 @@ std::optional<PassReason> run_on_engine(MPI_Comm comm, const EngineCall& call, R
     rc = optireduce_engine_accepts(state.engine, call.count, call.format, OPTIREDUCE_OP_SUM, &reason);
     if (rc == OPTIREDUCE_OK && any_device_buffer(call.input, call.output, comm)) return PassReason::device_buffer;
     if (rc == OPTIREDUCE_OK) rc = run(state.engine, &reason);
-    // The engine's agreement over the MPI that it left half done moves on between its calls.
-    if (rc == OPTIREDUCE_OK) (void)progress_allgather(state.bootstrap);
   }
   return engine_outcome(comm, state, call, rc, reason, result);
 }

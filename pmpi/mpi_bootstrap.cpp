@@ -37,19 +37,6 @@ int finish_allgather(void* context) {
   return PMPI_Wait(&c->request, MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : 1;
 }
 
-}  // namespace
-
-bool progress_allgather(void* context) {
-  auto* c = static_cast<Context*>(context);
-  if (c == nullptr || c->request == MPI_REQUEST_NULL) return true;
-  int done = 0;
-  // An error here is the finish's to report: it waits on the same request.
-  if (PMPI_Test(&c->request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
-  return done != 0;
-}
-
-namespace {
-
 int allreduce_sum(void* context, const float* input, float* output, std::uint64_t count) {
   for (std::uint64_t at = 0; at < count; at += kPiece) {
     const int n = static_cast<int>(std::min(kPiece, count - at));
