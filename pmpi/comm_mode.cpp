@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <string>
 
@@ -18,15 +19,22 @@ namespace {
 
 constexpr const char* kInfoKey = "optireduce_mode";
 
-// Ordered by exactness, so the agreement is a maximum.
+// Ordered by exactness, so the agreement is a maximum; a vote is its word's index in kModes.
 enum ModeVote : int { kNoValue = -1, kBounded = 0, kReliable = 1, kOff = 2, kInvalid = 3 };
+constexpr const char* kModes[] = {"bounded", "reliable", "off"};
+static_assert(std::size(kModes) == kInvalid);
 
 ModeVote vote_of(const char* text) {
   if (!text) return kNoValue;
-  if (!std::strcmp(text, "bounded")) return kBounded;
-  if (!std::strcmp(text, "reliable")) return kReliable;
-  if (!std::strcmp(text, "off")) return kOff;
+  for (int vote = kBounded; vote < kInvalid; ++vote)
+    if (!std::strcmp(text, kModes[vote])) return static_cast<ModeVote>(vote);
   return kInvalid;
+}
+
+std::string accepted_modes() {
+  std::string words;
+  for (const char* mode : kModes) words += (words.empty() ? "" : ", ") + std::string(mode);
+  return words;
 }
 
 // Collective over `comm`. Returns MPI_SUCCESS or an MPI error class, the same on every rank.
@@ -38,7 +46,7 @@ int agree_and_set_mode(MPI_Comm comm, const char* text) {
   if (comm == MPI_COMM_NULL) return MPI_ERR_COMM;
   const int mine = vote_of(text);
   if (mine == kInvalid)
-    OR_LOG(error, "optireduce_mode=\"%s\" is not valid; accepted: bounded, reliable, off", text);
+    OR_LOG(error, "optireduce_mode=\"%s\" is not valid; accepted: %s", text, accepted_modes().c_str());
   int inter = 0, agreed = mine;
   if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return MPI_ERR_COMM;
   // An intercommunicator's calls never reach the engine: nothing to agree on.
@@ -46,7 +54,7 @@ int agree_and_set_mode(MPI_Comm comm, const char* text) {
   if (agreed == kInvalid) return MPI_ERR_ARG;
   if (agreed == kNoValue) return MPI_SUCCESS;
   CommState& state = comm_state(comm);
-  if (state.engine) optireduce_engine_set_mode(state.engine, agreed == kOff ? "off" : agreed == kReliable ? "reliable" : "bounded");
+  if (state.engine) optireduce_engine_set_mode(state.engine, kModes[agreed]);
   return MPI_SUCCESS;
 }
 

@@ -34,6 +34,7 @@ void TarCall::note_stall(Clock::time_point from, Clock::time_point to) {
   if (to <= from) return;
   stalled_ += to - from;
   stall_counted_until_ = to;
+  stats_.stall_us = std::chrono::duration<double, std::micro>(stalled_).count();
 }
 
 void TarCall::note_running() {

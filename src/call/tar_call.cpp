@@ -225,6 +225,7 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
   auto handler = [this](const InboundMessage& m) { handle(m); };
   const auto stalled_before = stalled_;
   bool held_late = false;  // past its deadline for data a late or stalled peer still owes
+  PhaseHold why = PhaseHold::none;
   while (!complete()) {
     if (entry_pending && unheard_ == 0) {
       // The last peer entered the call: the phase's budget counts from then.
@@ -262,8 +263,10 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
       const bool settled = grace_set && Clock::now() >= s_.last_slices[phase].settled_at(s_.rank, sends_to_me, follow_wait);
       // The phase may stretch by as long as a stall held a rank in it, too.
       const bool lost = settled && lost_for_good(phase, resend_wait);
-      const auto later = keep_waiting_until(phase, phase_start + (stalled_ - stalled_before), settled, lost, held_late);
+      const auto later = keep_waiting_until(phase, phase_start + (stalled_ - stalled_before), settled, lost, why);
+      held_late = why == PhaseHold::late || why == PhaseHold::entry;
       if (later <= Clock::now()) break;
+      if (later > phase_deadline) stats_.held[phase] = stronger(stats_.held[phase], why);
       deadline = later;
       if (later == hard_deadline_ && unheard_ > 0) entry_pending = waited_for_entry_ = true;
     }
@@ -273,6 +276,8 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
     if (!st.ok() && st.code() != StatusCode::timeout) return st;
     if (phase == 0) reduce_ready();
   }
+  // A bounded phase that does not cut (a reliable transport) waits for what is late, not lost.
+  if (bounded() && !cuts && Clock::now() > phase_deadline) stats_.held[phase] = PhaseHold::late;
   return {};
 }
 
@@ -285,55 +290,6 @@ bool TarCall::drain_arrived(std::size_t phase) {
     any = true;
     if (phase == 0) reduce_ready();
   }
-}
-
-Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_point stretch_from, bool last_slices_in, bool lost,
-                                              bool& late) const {
-  late = false;
-  const double budget = budget_.us[phase];
-  // Deadlines bound the network's tail, not a stalled process's: what a peer that stopped
-  // sending even its heartbeats owes is late, not lost.
-  if (const auto quiet = quiet_peers_until(Clock::now()); quiet != Clock::time_point::min()) return std::min(hard_deadline_, quiet);
-  // A call that would lose more than the loss budget is not a result: what is missing but late,
-  // not lost, is waited for as an exact call does. Each rank holds its own loss to a share of the
-  // budget: the fill agreement makes every rank's missing chunks everybody's, so the call loses
-  // at most the budget. What can no longer come is lost, not late: not waited for.
-  if (const auto late_until = lost ? Clock::time_point::min() : missing_late_until();
-      late_until != Clock::time_point::min() && over_budget_share(loss_if_closed(phase))) {
-    late = true;
-    return late_until;
-  }
-  // While data still comes, the network is delivering: wait until it has been quiet a while
-  // (once every sender's last slices are in, only a grace: the rest is in flight or lost).
-  const double gap = last_slices_in ? DeadlineController::grace_us(budget) : DeadlineController::quiet_gap_us(budget);
-  const auto quiet_until = after_us(last_arrival_, gap);
-  return std::min({quiet_until, after_us(stretch_from, DeadlineController::stretch_limit_us(budget)), hard_deadline_});
-}
-
-double TarCall::loss_if_closed(std::size_t phase) const {
-  const std::uint64_t missing = phase == 0 ? s_.scatter.open_entries() : s_.gather.missing_entries();
-  return request_.count ? double(s_.ledger.dropped() + missing) / double(request_.count) : 0.0;
-}
-
-bool TarCall::over_budget_share(double loss) const {
-  return s_.options.loss_budget < 1 && loss > s_.options.loss_budget / s_.ranks;
-}
-
-Clock::time_point TarCall::missing_late_until() const {
-  // Not when faults are injected (a discarded chunk never comes), nor in a probe (it times the
-  // datagram path within its budget); a calibration call made exact by resends waits for a late
-  // entry as a bounded call does, since what it lacks is asked for again only once it came.
-  if ((probe_ && !request_.exact_by_resends) || s_.options.faults.drop > 0) return Clock::time_point::min();
-  if (transport_.traits().reliable || unheard_ > 0) return hard_deadline_;
-  // A peer that entered late, or resumed after a stall, first works through what queued for it
-  // meanwhile: what it sends then is late too, for as long as its phases may stretch from then.
-  if (!waited_for_entry_ && stalled_ == Clock::duration::zero()) return Clock::time_point::min();
-  return peers_close_by((waited_for_entry_ ? all_heard_at_ : start_) + stalled_);
-}
-
-Clock::time_point TarCall::peers_close_by(Clock::time_point last_entry) const {
-  return std::min(hard_deadline_, after_us(last_entry, DeadlineController::stretch_limit_us(budget_.us[0]) +
-                                                           DeadlineController::stretch_limit_us(budget_.us[1])));
 }
 
 void TarCall::reduce_ready() {

@@ -24,6 +24,18 @@ struct StageStats {
   std::uint64_t shared_memory_bytes = 0;  // this rank wrote to and read from its host's segment
 };
 
+// The rule that held a bounded call's phase open past its deadline: data still coming in
+// (flowing), data a peer that resumed from a stall or entered late still owes (late), a peer that
+// had not entered (entry), a stalled peer (stalled). Where several did, the last of that list.
+// Written to the trace as one letter.
+enum class PhaseHold : char { none = '-', flowing = 'f', late = 'l', entry = 'e', stalled = 's' };
+inline PhaseHold stronger(PhaseHold a, PhaseHold b) {
+  auto order = [](PhaseHold h) {
+    return h == PhaseHold::stalled ? 4 : h == PhaseHold::entry ? 3 : h == PhaseHold::late ? 2 : h == PhaseHold::flowing ? 1 : 0;
+  };
+  return order(b) > order(a) ? b : a;
+}
+
 struct CallStats {
   Status status;
   CallKind kind = CallKind::exact;
@@ -38,6 +50,11 @@ struct CallStats {
   std::uint64_t fill_hash = 0;        // which chunks this rank filled (deadlines/loss_ledger.hpp)
   std::string transport;              // the module the call ran over ("ucx", "udp"; "mpi": the bootstrap)
   double latency_us = 0;
+  // How long stalls held the call over a datagram transport: a peer silent past the quiet gap, or
+  // a gap as long in this rank's own waits (it was descheduled), each moment counted once. The
+  // phases may stretch by as much (design.md, "Stalled ranks over datagrams").
+  double stall_us = 0;
+  PhaseHold held[2] = {PhaseHold::none, PhaseHold::none};  // per phase: scatter-reduce, all-gather
   PhaseTimes deadline_us{};  // budget of each phase (0 for exact calls)
   PhaseTimes phase_us{};     // time each phase took
   StageStats stages;         // of a three-stage call

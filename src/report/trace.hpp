@@ -1,6 +1,6 @@
 // OPTIREDUCE_TRACE: one line per engine call per rank, appended to one file shared by the ranks
 // (columns: rank sequence entries kind status deadline_scatter_us deadline_gather_us scatter_us
-// gather_us latency_us dropped_entries filled_entries transformed),
+// gather_us latency_us dropped_entries filled_entries transformed stall_us held),
 // for plotting a run after the fact. Each line is a single write(2) to an O_APPEND descriptor, so
 // lines of different ranks never interleave.
 #pragma once

@@ -264,7 +264,8 @@ std::string describe(const Observed& o, int call, int rank) {
     << ", status " << o.stats.status.text() << ", entries " << o.stats.entries << ", dropped "
     << o.stats.dropped_entries << ", filled " << o.stats.filled_entries << ", differing " << o.differing
     << ", deadlines " << o.stats.deadline_us[0] << "/" << o.stats.deadline_us[1] << " us, phases "
-    << o.stats.phase_us[0] << "/" << o.stats.phase_us[1] << " us";
+    << o.stats.phase_us[0] << "/" << o.stats.phase_us[1] << " us, stalled " << o.stats.stall_us << " us, held "
+    << static_cast<char>(o.stats.held[0]) << static_cast<char>(o.stats.held[1]);
   return s.str();
 }
 
@@ -525,7 +526,7 @@ TEST(BoundedEngine, OverAReliableTransportALateAllGatherChunkIsWaitedFor) {
     const auto seen = drive(job, std::vector<std::uint64_t>(calls, count));
     ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
     expect_call_invariants(seen, true);
-    int late_past_deadline = 0, filled_calls = 0, agreed = 0;
+    int late_past_deadline = 0, filled_calls = 0, agreed = 0, held_late = 0;
     for (int c = calibration; c < calls; ++c) {
       for (int r = 0; r < ranks; ++r) {
         ASSERT_EQ(seen[c][r].stats.kind, CallKind::bounded) << describe(seen[c][r], c, r);
@@ -536,12 +537,17 @@ TEST(BoundedEngine, OverAReliableTransportALateAllGatherChunkIsWaitedFor) {
       filled_calls += o.stats.filled_entries > 0;
       if (budget < 1) {
         EXPECT_EQ(o.stats.filled_entries, 0u) << describe(o, c, 0);
+        // Held past the deadline by the rule for late data (a reliable transport loses nothing).
+        if (o.stats.phase_us[1] > o.stats.deadline_us[1] && o.stats.filled_entries == 0 && o.stats.held[1] != PhaseHold::none)
+          EXPECT_EQ(o.stats.held[1], PhaseHold::late) << describe(o, c, 0);
+        held_late += o.stats.held[1] == PhaseHold::late;
       }
     }
     EXPECT_GE(late_past_deadline + filled_calls, 3) << "the late chunks did not outlast the deadlines";
     if (budget < 1) {
       EXPECT_EQ(agreed, 0) << "calls ended in a fill agreement over a reliable transport";
       EXPECT_GE(late_past_deadline, 3) << "the calls did not wait for their late chunk";
+      EXPECT_GE(held_late, 3) << "the calls that waited for their late chunk do not say why";
     } else {
       EXPECT_GT(agreed, 0) << "no call ended in a fill agreement";
       EXPECT_GE(filled_calls, 1) << "with the budget for a whole shard, a late chunk is cut";
@@ -727,17 +733,33 @@ TEST(BoundedEngine, APhaseHeldForAStalledPeerAsksAgainForWhatItLost) {
   const auto seen = drive(job, std::vector<std::uint64_t>(calls, count));
   ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
   expect_call_invariants(seen, true);
-  int held = 0, repaired = 0;
+  int held = 0, repaired = 0, held_by_stall = 0;
   for (int c = calibration + 3; c < calls; ++c) {
     const Observed& o = seen[c][0];
     if (o.stats.kind != CallKind::bounded || o.stats.phase_us[0] <= o.stats.deadline_us[0]) continue;
     ++held;  // rank 0's scatter-reduce outlasted its deadline: the stall held it
     repaired += o.stats.dropped_entries == 0;
+    // The call counts the stall it waited out: rank 0 as rank 1's silence, rank 1 as its own gap.
+    EXPECT_GT(o.stats.stall_us, 0.0) << describe(o, c, 0);
+    EXPECT_GT(seen[c][1].stats.stall_us, 0.0) << describe(seen[c][1], c, 1);
+    held_by_stall += o.stats.held[0] == PhaseHold::stalled;
     std::printf("%s\n", describe(o, c, 0).c_str());
   }
   std::uint64_t resent = 0;
   for (int r = 0; r < ranks; ++r) resent += job.engines[r]->agreed().resent_chunks;
   ASSERT_GE(held, 3) << "the stall did not hold rank 0's scatter-reduce past its deadline";
+  // Before the stalls begin nothing was stalled on this unloaded run's calibration calls.
+  for (int c = 0; c < calibration; ++c)
+    for (int r = 0; r < ranks; ++r) EXPECT_EQ(seen[c][r].stats.stall_us, 0.0) << describe(seen[c][r], c, r);
+  // The trace says which rule held the phase: the stall, seen by rank 0 while rank 1 was stopped
+  // (a rank 0 descheduled through the whole stall sees only late data: hence most, not all).
+  EXPECT_GE(2 * held_by_stall, held) << held_by_stall << " of " << held << " held phases held by the stall rule";
+  // A phase is held past its deadline only where it outlasted it.
+  for (int c = 0; c < calls; ++c)
+    for (int r = 0; r < ranks; ++r)
+      for (int p = 0; p < 2; ++p)
+        if (seen[c][r].stats.phase_us[p] <= seen[c][r].stats.deadline_us[p])
+          EXPECT_EQ(seen[c][r].stats.held[p], PhaseHold::none) << describe(seen[c][r], c, r) << ", phase " << p;
   EXPECT_GT(resent, 0u);
   // A rank descheduled past a resend round on this shared host still loses a chunk now and then.
   EXPECT_GE(2 * repaired, held) << repaired << " of " << held << " calls held by the stall got their lost contributions again";
