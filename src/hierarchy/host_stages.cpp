@@ -3,9 +3,16 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
-#include <thread>
+
+#include "optireduce/engine/hierarchy/shared_wait.hpp"
 
 namespace optireduce {
+namespace {
+
+// Reads of a local rank's counter before the wait for it sleeps.
+constexpr unsigned kSpinsBeforeSleep = 1024;
+
+}  // namespace
 
 Status HostStages::wait_all(int which, std::uint64_t call, Clock::time_point deadline, const char* stage,
                             Clock::duration grace) const {
@@ -14,15 +21,18 @@ Status HostStages::wait_all(int which, std::uint64_t call, Clock::time_point dea
     if (grace == Clock::duration::zero() || segment_.counter(k, 4).load(std::memory_order_acquire) != call) return deadline;
     return std::max(deadline, Clock::time_point(Clock::duration(segment_.counter(k, 5).load(std::memory_order_relaxed))) + grace);
   };
+  // A short spin catches a rank that is about to arrive; then the wait sleeps until that rank's
+  // store wakes it (shared_wait.hpp), leaving the core to ranks still at work.
   for (int k = 0; k < segment_.local_ranks(); ++k) {
+    const auto& word = segment_.counter(k, which);
     unsigned spins = 0;
-    while (segment_.counter(k, which).load(std::memory_order_acquire) < call) {
-      if (++spins % 1024 == 0) {
-        if (Clock::now() >= marked_until(k))
-          return Timeout(std::string("local rank ") + std::to_string(k) + " of this host did not reach the " + stage +
-                         " of call " + std::to_string(call) + " in time");
-        std::this_thread::yield();
-      }
+    for (std::uint64_t seen; (seen = word.load(std::memory_order_acquire)) < call;) {
+      if (++spins < kSpinsBeforeSleep) continue;
+      const auto until = marked_until(k);
+      if (Clock::now() >= until)
+        return Timeout(std::string("local rank ") + std::to_string(k) + " of this host did not reach the " + stage +
+                       " of call " + std::to_string(call) + " in time");
+      sleep_while_unchanged(word, seen, until);
     }
   }
   return {};
@@ -55,6 +65,7 @@ Status HostStages::reduce_scatter(const float* input, std::size_t elements, Elem
     std::memcpy(slot, input, mine.begin * sizeof(float));
     std::memcpy(slot + mine.end, input + mine.end, (elements - mine.end) * sizeof(float));
     segment_.counter(me_, 0).store(call, std::memory_order_release);
+    wake_sleepers(segment_.counter(me_, 0));
     arrived = wait_all(0, call, deadline, "reduce-scatter");
   }
   OR_RETURN_IF_ERROR(agree(0, arrived, "reduce-scatter"));
@@ -89,6 +100,7 @@ Status HostStages::all_gather(const float* reduced, ElementRange mine, float* ou
   if (failed) segment_.counter(me_, 2).store(call_, std::memory_order_relaxed);
   if (dropped) segment_.counter(me_, 3).store(*dropped, std::memory_order_relaxed);
   segment_.counter(me_, 1).store(call_, std::memory_order_release);
+  wake_sleepers(segment_.counter(me_, 1));
   // A rank whose part failed knows the verdict already: it need not wait for anyone to give it.
   Status vote = failed ? PeerError("this rank's part of call " + std::to_string(call_) + " failed")
                        : wait_all(1, call_, deadline, "all-gather", grace);

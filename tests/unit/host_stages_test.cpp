@@ -133,6 +133,38 @@ TEST(HostStages, ReduceScatterLateRankFailsWithTheOneThatGaveUp) {
   EXPECT_FALSE(late.ok()) << "the late rank succeeded the reduce-scatter its host failed";
 }
 
+// A rank that waits for a local rank sleeps (hierarchy/shared_wait.hpp) rather than spin: its
+// wait still ends at its deadline where nobody comes...
+TEST(HostStages, ASleepingWaitEndsAtItsDeadline) {
+  TwoLocalRanks host(unique_id(), "hostH");
+  ASSERT_TRUE(host.a && host.b);
+  HostStages a(*host.a, 0);
+  float in[4] = {1, 2, 3, 4}, reduced[2] = {-1, -1};
+  const Status alone = a.reduce_scatter(in, 4, {0, 2}, reduced, Clock::now() + std::chrono::milliseconds(30));
+  EXPECT_EQ(alone.code(), StatusCode::timeout) << alone.text();
+}
+
+// ... and wakes when the late one comes, with the host's sum on both.
+TEST(HostStages, ASleepingWaitWakesForALateLocalRank) {
+  TwoLocalRanks host(unique_id(), "hostI");
+  ASSERT_TRUE(host.a && host.b);
+  HostStages a(*host.a, 0), b(*host.b, 1);
+  float in_a[4] = {1, 2, 3, 4}, in_b[4] = {10, 20, 30, 40}, ra[2] = {-1, -1}, rb[2] = {-1, -1};
+  Status sa, sb;
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    sb = b.reduce_scatter(in_b, 4, {2, 4}, rb, generous());
+  });
+  sa = a.reduce_scatter(in_a, 4, {0, 2}, ra, generous());
+  late.join();
+  ASSERT_TRUE(sa.ok()) << sa.text();
+  ASSERT_TRUE(sb.ok()) << sb.text();
+  EXPECT_EQ(ra[0], 11.0f);
+  EXPECT_EQ(ra[1], 22.0f);
+  EXPECT_EQ(rb[0], 33.0f);
+  EXPECT_EQ(rb[1], 44.0f);
+}
+
 // Both local ranks reduce-scatter {1,2,3,4} + {10,20,30,40}: a holds elements 0-1, b 2-3.
 void reduce_scatter_both(HostStages& a, HostStages& b, float (&ra)[2], float (&rb)[2], Status& sa, Status& sb) {
   float in_a[4] = {1, 2, 3, 4}, in_b[4] = {10, 20, 30, 40};
