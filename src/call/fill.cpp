@@ -30,6 +30,15 @@ void TarCall::decide_cuts(bool reliable_transport) {
   cuts_gather_ = within_share(smallest_shard);
 }
 
+std::span<const std::byte> TarCall::figures_rider(bool reliable_transport) const {
+  // A bounded allreduce whose all-gather may be cut ends in lists that every rank gets or the
+  // call fails everywhere (over datagrams: decide_cuts, run_all_gather, call/list_exchange.cpp),
+  // so the figures that ride on them reach every rank that completes the call, at that call.
+  if (stats_.kind != CallKind::bounded || probe_ || scatter_only() || !cuts_gather_) return {};
+  if (!LossBudgetAgreement::lists_carry(s_.options, s_.ranks, reliable_transport)) return {};
+  return s_.loss_budget.figures_for_lists();
+}
+
 bool TarCall::agree_on_fill() {
   s_.fill.build_own_list(s_.gather, s_.ledger, s_.rank, staging_->missing);
   sent_list_ = true;
@@ -73,7 +82,7 @@ void TarCall::send_list(int peer, std::uint16_t flags) {
   s_.fill.for_each_piece(staging_->missing, [&](std::uint64_t offset, std::span<const std::byte> piece) {
     if (!staging_->has_header_slot()) return;
     WireHeader h = header_of(MessageKind::missing_list);
-    h.flags = flags;
+    h.flags = list_flags(flags);
     h.offset = offset;
     h.length = static_cast<std::uint32_t>(piece.size());
     EncodedHeader header = staging_->next_header();

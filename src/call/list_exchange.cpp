@@ -111,7 +111,8 @@ void TarCall::remember_list() {
   last.epoch = s_.epoch;
   last.left = Clock::now();
   last.total = s_.layout.total();
-  last.flags = static_cast<std::uint16_t>(WireHeader::kFlagDecided | WireHeader::shape_flags(request_.shape.index()));
+  // A late answer is this list as it was sent, the figures it carried included.
+  last.flags = list_flags(static_cast<std::uint16_t>(WireHeader::kFlagDecided | WireHeader::shape_flags(request_.shape.index())));
   last.piece_bytes = transport_.traits().max_message_bytes - WireHeader::kEncodedSize;
   last.bitmap = staging_->missing;
 }

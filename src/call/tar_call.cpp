@@ -169,7 +169,8 @@ void TarCall::begin(StagingBuffer& staging) {
   s_.scatter.begin(s_.layout, s_.rank, last_slices_, request_.shape.format);
   s_.gather.begin(s_.layout, s_.rank, request_.shape.format);
   s_.ledger.begin(s_.layout);
-  s_.fill.begin(s_.layout, s_.ledger.total_chunks(), traits.max_message_bytes - WireHeader::kEncodedSize);
+  s_.fill.begin(s_.layout, s_.ledger.total_chunks(), traits.max_message_bytes - WireHeader::kEncodedSize, s_.rank,
+                figures_rider(traits.reliable));
   s_.stamps.reset(s_.ranks);
   for (auto& l : s_.last_slices) l.begin(s_.ranks);
   s_.done_from.assign(static_cast<std::size_t>(s_.ranks), 0);

@@ -143,6 +143,13 @@ class TarCall {
   void on_resend_request(const Inbound& in, const InboundMessage& message);
   // Bounded calls: the ranks agree on the chunks every rank fills (tar/fill_agreement.hpp).
   bool agree_on_fill();
+  // What this call's lists carry besides: the loss window's figures, at the call that closes a
+  // window, where its lists are exchanged until every rank has them (deadlines/agreements.hpp).
+  std::span<const std::byte> figures_rider(bool reliable_transport) const;
+  // The flags of this rank's list pieces: `flags`, and whether they carry the figures.
+  std::uint16_t list_flags(std::uint16_t flags) const {
+    return static_cast<std::uint16_t>(flags | (s_.fill.carries_riders() ? WireHeader::kFlagFigures : 0));
+  }
   // Waits for every peer's list until `until`, longer for a peer that stalled; true when all came.
   bool wait_for_lists(Clock::time_point until);
   // This rank's list (with `flags`) to a peer; `copies` of it to every peer.

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include "optireduce/byte_order.hpp"
 #include "optireduce/engine/log.hpp"
 
 namespace optireduce {
 
-void LossBudgetAgreement::after_bounded_call(const CallStats& call, std::uint64_t calls, Bootstrap& bootstrap,
+void LossBudgetAgreement::after_bounded_call(const CallStats& call, std::uint64_t calls, bool lists_carry,
+                                             const std::vector<std::vector<std::byte>>& carried, Bootstrap& bootstrap,
                                              AgreedCounts& agreed) {
   window_.entries += call.entries;
   window_.dropped += call.dropped_entries;
@@ -16,21 +18,40 @@ void LossBudgetAgreement::after_bounded_call(const CallStats& call, std::uint64_
     window_.worst_call_loss = std::max(window_.worst_call_loss, double(call.dropped_entries) / double(call.entries));
   if (++calls_in_window_ < options_.sync_interval) return;
 
-  std::vector<std::vector<std::byte>> all;
-  const bool have_round = pending_;
-  if (pending_) all = bootstrap.finish_allgather();
-  bootstrap.start_allgather(window_blob());
-  pending_ = true;
-  if (have_round) decide(all, calls, agreed);
+  // The oldest figures first: those over the bootstrap, started a window ago.
+  if (pending_) {
+    const auto all = bootstrap.finish_allgather();
+    pending_ = false;
+    decide(all, calls, agreed);
+  }
+  if (waiting_) {
+    waiting_ = false;
+    if (!carried.empty()) {
+      decide(carried, calls, agreed);
+    } else {
+      bootstrap.start_allgather(unsent_);
+      pending_ = true;
+    }
+  }
+  if (lists_carry) {
+    unsent_ = window_blob();
+    waiting_ = true;
+  } else {
+    bootstrap.start_allgather(window_blob());
+    pending_ = true;
+  }
   calls_in_window_ = 0;
   window_ = {};
   fill_hashes_.clear();
 }
 
 std::vector<std::byte> LossBudgetAgreement::window_blob() const {
-  std::vector<std::byte> blob(sizeof(Figures) + fill_hashes_.size() * sizeof(std::uint64_t));
-  std::memcpy(blob.data(), &window_, sizeof window_);
-  if (!fill_hashes_.empty()) std::memcpy(blob.data() + sizeof window_, fill_hashes_.data(), fill_hashes_.size() * sizeof(std::uint64_t));
+  std::vector<std::byte> blob(kFiguresBytes + fill_hashes_.size() * sizeof(std::uint64_t));
+  std::uint64_t loss_bits = 0;
+  std::memcpy(&loss_bits, &window_.worst_call_loss, sizeof loss_bits);
+  ByteWriter w(blob.data());
+  w.put<std::uint64_t>(window_.entries).put<std::uint64_t>(window_.dropped).put<std::uint64_t>(loss_bits);
+  for (std::uint64_t h : fill_hashes_) w.put<std::uint64_t>(h);
   return blob;
 }
 
@@ -41,15 +62,18 @@ void LossBudgetAgreement::decide(const std::vector<std::vector<std::byte>>& all,
   std::vector<std::uint8_t> differs(hashes, 0);
   for (std::size_t r = 0; r < all.size(); ++r) {
     const auto& blob = all[r];
-    if (blob.size() != sizeof(Figures) + hashes * sizeof(std::uint64_t)) continue;
+    if (blob.size() != kFiguresBytes + hashes * sizeof(std::uint64_t)) continue;
+    ByteReader in(blob.data());
     Figures f{};
-    std::memcpy(&f, blob.data(), sizeof f);
+    f.entries = in.get<std::uint64_t>();
+    f.dropped = in.get<std::uint64_t>();
+    const auto loss_bits = in.get<std::uint64_t>();
+    std::memcpy(&f.worst_call_loss, &loss_bits, sizeof loss_bits);
     sum.entries += f.entries;
     sum.dropped += f.dropped;
     sum.worst_call_loss = std::max(sum.worst_call_loss, f.worst_call_loss);
     for (std::size_t k = 0; k < hashes; ++k) {
-      std::uint64_t h = 0;
-      std::memcpy(&h, blob.data() + sizeof f + k * sizeof h, sizeof h);
+      const auto h = in.get<std::uint64_t>();
       if (r == 0) first[k] = h;
       else differs[k] |= h != first[k];
     }

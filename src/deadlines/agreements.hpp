@@ -1,11 +1,14 @@
 // Decisions that change which collective runs must come out the same on every rank, so they are
-// taken from figures every rank has: small all-gathers over the bootstrap (the job's own MPI) at
-// the same call on every rank. Two live here: the loss budget (fallback to exact calls, the
-// automatic Hadamard transform, the divergence count) and the calibrated deadline bounds. The
-// third, which all-gather chunks every rank fills, is tar/fill_agreement.hpp.
+// taken from figures every rank has, at the same call on every rank. Two live here: the loss
+// budget (fallback to exact calls, the automatic Hadamard transform, the divergence count), whose
+// figures ride on the lists that end a bounded call over datagrams (or go over the bootstrap, the
+// job's own MPI, where no such list runs), and the calibrated deadline bounds (an all-gather over
+// the bootstrap). The third, which all-gather chunks every rank fills, is tar/fill_agreement.hpp.
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "optireduce/engine/engine/bootstrap.hpp"
 #include "optireduce/engine/report/call_stats.hpp"
@@ -17,11 +20,29 @@ class LossBudgetAgreement {
  public:
   LossBudgetAgreement(const EngineOptions& options, int rank) : options_(options), rank_(rank) {}
 
-  // After every bounded call. Every sync_interval calls it starts an all-gather of the window's
-  // figures and finishes the one started a window earlier, so a late rank holds the others only
-  // if it is a whole window behind; the decisions apply from the call that finishes it, on every
-  // rank alike. `calls` is the communicator's call count.
-  void after_bounded_call(const CallStats& call, std::uint64_t calls, Bootstrap& bootstrap, AgreedCounts& agreed);
+  // Whether bounded allreduces over a transport of this kind end in the exchange of lists that
+  // every rank completes or fails alike (call/list_exchange.cpp): datagrams, the fill agreed.
+  static bool lists_carry(const EngineOptions& options, int ranks, bool reliable_transport) {
+    return ranks > 1 && !reliable_transport && options.agree_fill && options.fill == FillPolicy::zero;
+  }
+  // What the lists of the coming bounded call carry where it ends in such an exchange: at the
+  // call that closes a window, the figures of the window before; empty otherwise.
+  std::span<const std::byte> figures_for_lists() const {
+    if (!waiting_ || calls_in_window_ + 1 < options_.sync_interval) return {};
+    return unsent_;
+  }
+
+  // After every bounded call. Every sync_interval calls (a window, counted alike on every rank)
+  // the window's figures are sealed; every rank gets every rank's at the call that closes the next
+  // window, and the decisions apply from that call on, on every rank alike. Where bounded calls
+  // end in lists (`lists_carry`), the figures ride on that call's lists: `carried` holds every
+  // rank's where they did (call/fill.cpp), empty otherwise. Where that call had no lists (a
+  // reduce-scatter), they go over the bootstrap from it, finished a window later; where bounded
+  // calls never end in lists, over the bootstrap from the call that seals them (an all-gather
+  // started there and finished a window later: a late rank holds the others only when it is a
+  // whole window behind). `calls` is the communicator's call count.
+  void after_bounded_call(const CallStats& call, std::uint64_t calls, bool lists_carry,
+                          const std::vector<std::vector<std::byte>>& carried, Bootstrap& bootstrap, AgreedCounts& agreed);
 
   // Calls up to this sequence number run exactly (the last agreed window was over budget).
   bool exact_until(std::uint64_t sequence) const { return sequence <= reliable_until_; }
@@ -29,12 +50,14 @@ class LossBudgetAgreement {
   bool hadamard_active() const { return hadamard_active_; }
 
  private:
-  // One rank's window: its figures, then the fill hash of each of its calls. Calls whose hashes
-  // differ between ranks left replicas different: that is the divergence count, measured.
+  // One rank's window: its figures, then the fill hash of each of its calls (little-endian, the
+  // loss as its double's bits). Calls whose hashes differ between ranks left replicas different:
+  // that is the divergence count, measured.
   struct Figures {
     std::uint64_t entries, dropped;
     double worst_call_loss;
   };
+  static constexpr std::size_t kFiguresBytes = 3 * sizeof(std::uint64_t);
   std::vector<std::byte> window_blob() const;
   void decide(const std::vector<std::vector<std::byte>>& all, std::uint64_t calls, AgreedCounts& agreed);
 
@@ -43,6 +66,8 @@ class LossBudgetAgreement {
   std::uint64_t reliable_until_ = 0;
   unsigned calls_in_window_ = 0;
   bool pending_ = false;  // an all-gather was started and not yet finished
+  bool waiting_ = false;  // sealed figures wait for the lists of the next window's last call
+  std::vector<std::byte> unsent_;
   bool hadamard_active_ = false;
   Figures window_{};
   std::vector<std::uint64_t> fill_hashes_;

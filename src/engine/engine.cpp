@@ -164,8 +164,15 @@ CallStats Engine::run_flat(TarRequest& call, bool allow_bounded, CallStats stats
   }
   if (!stats.ok() && stats.transport != "mpi") stats.status = agree_on_failure(stats.status);
   if (stats.ok() && steps_aside) step_aside_.record(cls, aside, stats.latency_us, *state_.bootstrap);
-  if (stats.kind == CallKind::bounded && stats.ok())
-    state_.loss_budget.after_bounded_call(stats, state_.calls, *state_.bootstrap, state_.agreed);
+  if (stats.kind == CallKind::bounded && stats.ok()) {
+    // Where this call's lists carried the loss window's figures (TarCall::figures_rider), every
+    // rank's came with them: the call succeeded.
+    static const std::vector<std::vector<std::byte>> none;
+    const bool carried = stats.fill_agreed && state_.fill.carries_riders();
+    const bool lists_carry = LossBudgetAgreement::lists_carry(state_.options, state_.ranks, bounded_path()->transport->traits().reliable);
+    state_.loss_budget.after_bounded_call(stats, state_.calls, lists_carry, carried ? state_.fill.riders() : none, *state_.bootstrap,
+                                          state_.agreed);
+  }
   return stats;
 }
 

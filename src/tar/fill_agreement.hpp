@@ -3,6 +3,8 @@
 // network lost different chunks at different ranks. The lists are bitmaps over all chunks of
 // the call, cut into pieces that fit one message, each piece sent twice (on a network that loses
 // a fraction p of messages an agreement then fails with about (N-1) p^2 instead of (N-1) p).
+// A list may carry a rider: bytes of the same length from every rank, after its bitmap (the loss
+// window's figures: deadlines/agreements.hpp). A rank that has every list holds every rank's rider.
 #pragma once
 
 #include <cstdint>
@@ -22,10 +24,16 @@ class FillAgreement {
   // it may lose one (a lost list leaves replicas apart).
   static int copies(bool reliable_transport) { return reliable_transport ? 1 : 2; }
 
-  void begin(const ShardLayout& layout, std::uint64_t total_chunks, std::size_t max_piece_bytes);
+  // `rider`: this rank's, where the call's lists carry one (the same length on every rank).
+  void begin(const ShardLayout& layout, std::uint64_t total_chunks, std::size_t max_piece_bytes, int rank = -1,
+             std::span<const std::byte> rider = {});
   std::size_t pieces_per_rank() const { return pieces_per_rank_; }
+  // This call's lists carry riders (their pieces say so: WireHeader::kFlagFigures).
+  bool carries_riders() const { return rider_bytes_ > 0; }
+  // Every rank's rider, by rank (this rank's own included); complete once every list came.
+  const std::vector<std::vector<std::byte>>& riders() const { return riders_; }
 
-  // This rank's list, from what its all-gather holds. Always the whole of it, however much that
+  // This rank's list, from what its all-gather holds, then its rider. Always the whole of it, however much that
   // is: a rank that kept a large loss to itself would leave the replicas apart for good, where
   // filling it everywhere costs one call (and the loss budget's window then turns to exact calls).
   void build_own_list(const AllGather& gather, const LossLedger& ledger, int rank, std::vector<std::byte>& mine);
@@ -33,7 +41,8 @@ class FillAgreement {
   void for_each_piece(const std::vector<std::byte>& mine,
                       const std::function<void(std::uint64_t offset, std::span<const std::byte> piece)>& send) const;
 
-  // Validates a received piece (geometry only; nothing changes). The piece index when it fits.
+  // Validates a received piece (geometry, and whether it says it carries a rider as this call's
+  // lists do; nothing changes). The piece index when it fits.
   std::optional<std::size_t> piece_of(const WireHeader& h, std::size_t payload_size) const;
   // A validated piece of `source`'s list.
   void accept(int source, std::size_t piece, const WireHeader& h, const InboundMessage& message);
@@ -61,6 +70,8 @@ class FillAgreement {
 
   ShardLayout layout_;
   std::size_t bitmap_bytes_ = 0, piece_bytes_ = 0, pieces_per_rank_ = 0;
+  std::size_t rider_bytes_ = 0, list_bytes_ = 0;  // a list: its bitmap, then its rider
+  std::vector<std::vector<std::byte>> riders_;    // [source]: the riders that came, and the own
   std::vector<std::byte> union_;         // OR of the lists that came this call, and the own
   std::vector<std::uint8_t> pieces_;     // [source][piece]: pieces that came
   std::vector<std::uint32_t> pieces_in_; // per source: pieces that came

@@ -14,8 +14,9 @@ enum class MessageKind : std::uint8_t {
   gather_chunk = 2,   // a reduced chunk of the sender's shard
   peer_done = 3,      // header only: "I have everything I need from you for this call"
   missing_list = 4,   // a piece of the bitmap of all-gather chunks the sender lacks at the end
-                      // of a bounded call (offset and length count bytes of the bitmap); in a
-                      // calibration call made exact by resends, kFlagDecided / kFlagWantsAnswer
+                      // of a bounded call, then (kFlagFigures) the loss window's figures that
+                      // ride on it (offset and length count bytes of that list, not elements);
+                      // kFlagDecided / kFlagWantsAnswer
   call_failed = 5,    // the sender gave up on this call; payload: the ranks that did not answer
                       // (u32 each), so every rank fails the same call with the same error
   resend_request = 6, // "send these chunks of this call again": payload the chunk indices (u32
@@ -27,7 +28,7 @@ enum class MessageKind : std::uint8_t {
 
 struct WireHeader {
   static constexpr std::uint32_t kMagic = 0x5254504fu;  // "OPTR" on the wire
-  static constexpr std::uint8_t kVersion = 2;
+  static constexpr std::uint8_t kVersion = 3;
   static constexpr std::size_t kEncodedSize = 56;
   static constexpr std::uint16_t kFlagLastSlice = 1u << 0;
   // All-gather chunk its owner reduced without every contribution (scaled up): inexact.
@@ -50,6 +51,9 @@ struct WireHeader {
   // reduce-scatter), on every message of the call: chunks of a call of another shape are refused.
   static constexpr unsigned kShapeShift = 10;
   static constexpr std::uint16_t kShapeMask = 0x7u << kShapeShift;
+  // On a missing list: the loss window's figures follow the bitmap (tar/fill_agreement.hpp:
+  // riders), as every rank's list of that call carries them.
+  static constexpr std::uint16_t kFlagFigures = 1u << 13;
   static std::uint16_t shape_flags(unsigned shape_index) { return static_cast<std::uint16_t>(shape_index << kShapeShift); }
   static std::uint16_t last_slice_flags(std::uint32_t follow) {
     return static_cast<std::uint16_t>(kFlagLastSlice | (std::min<std::uint32_t>(follow, 3) << kFollowShift));
@@ -79,7 +83,8 @@ using EncodedHeader = std::span<std::byte, WireHeader::kEncodedSize>;
 void encode(const WireHeader& h, EncodedHeader out);
 
 // Structural checks only (size, magic, version, kind, offset + length within total without
-// overflow); false when any fails. Whether the message belongs to this call is tar/inbound.hpp's.
+// overflow, except for a missing list, whose extent counts bytes of the list: the fill agreement
+// checks it against the list's geometry); false when any fails. Whether the message belongs to this call is tar/inbound.hpp's.
 bool decode(std::span<const std::byte> in, WireHeader& out);
 
 }  // namespace optireduce

@@ -943,20 +943,15 @@ TEST(BoundedEngine, ACallWhoseFewChunksAreMuchOfItKeepsReplicasIdentical) {
   for (int r = 0; r < ranks; ++r) EXPECT_LE(job.engines[r]->agreed().divergent_calls, differing) << "rank " << r;
 }
 
-TEST(BoundedEngine, LossOverBudgetSendsEveryRankToExactCallsAtTheSameCall) {
-  Watchdog dog(kNoHang, "LossOverBudget");
-  const int ranks = 4;
-  const unsigned calibration = 2;
-  EngineOptions options = bounded_options(0.3, calibration, 0.1);
-  Job job = make_job(ranks, options);
-  ASSERT_FALSE(HasFailure());
-  // Calls 1-2 calibrate, 3-10 are bounded and lose far more than 10 %; the agreement round
-  // started after call 10 (sync_interval 8) is finished one window later, after call 18, and
-  // sends calls 19-34 (reliable_calls_after_overrun) to exact; call 35 is bounded again.
+// A job whose calls 1-2 calibrate and 3-10 are bounded and lose far more than the budget: their
+// figures, agreed at call 18 (the call that closes the next window of sync_interval 8), send calls
+// 19-34 (reliable_calls_after_overrun) to exact, on every rank; call 35 is bounded again.
+void expect_one_fallback_from_call_19(Job& job, const EngineOptions& options, unsigned calibration) {
+  const int ranks = job.ranks();
   const unsigned first_fallback = calibration + 2 * options.sync_interval + 1;
   const unsigned last_fallback = first_fallback + options.reliable_calls_after_overrun - 1;
   const int calls = static_cast<int>(last_fallback) + 3;
-  const auto seen = drive(job, std::vector<std::uint64_t>(calls, 64 * ranks * 4));
+  const auto seen = drive(job, std::vector<std::uint64_t>(calls, 64 * static_cast<std::uint64_t>(ranks) * 4));
   ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
   expect_call_invariants(seen, true);
   for (int c = 0; c < calls; ++c) {
@@ -977,6 +972,102 @@ TEST(BoundedEngine, LossOverBudgetSendsEveryRankToExactCallsAtTheSameCall) {
     EXPECT_EQ(job.engines[r]->agreed().fallbacks, 1u) << "rank " << r;
     EXPECT_EQ(job.engines[r]->agreed().divergent_calls, job.engines[0]->agreed().divergent_calls) << "rank " << r;
   }
+}
+
+TEST(BoundedEngine, LossOverBudgetSendsEveryRankToExactCallsAtTheSameCall) {
+  Watchdog dog(kNoHang, "LossOverBudget");
+  const unsigned calibration = 2;
+  EngineOptions options = bounded_options(0.3, calibration, 0.1);
+  Job job = make_job(4, options);
+  ASSERT_FALSE(HasFailure());
+  expect_one_fallback_from_call_19(job, options, calibration);
+  // Over a reliable transport (no lists to ride on) the windows closed by calls 10 and 18 went
+  // over the bootstrap, started in halves.
+  EXPECT_EQ(job.fabric->started_in_halves(), 2u * 4);
+}
+
+// Lists of missing chunks that carry the loss window's figures, seen on an in-process datagram
+// network: per call (epoch), how many went from rank 2 to rank 1 saying rank 2 knew every list;
+// and how many there were in all. The first `lose` of the former in each call are lost.
+struct FigureLists {
+  explicit FigureLists(int lose_) : lose(lose_) {}
+  bool operator()(int from, int to, std::span<const std::byte> header) {
+    WireHeader h;
+    if (!decode(header, h) || h.kind != MessageKind::missing_list || !(h.flags & WireHeader::kFlagFigures)) return false;
+    std::lock_guard lock(mutex);
+    ++in_all;
+    if (from != 2 || to != 1 || !(h.flags & WireHeader::kFlagDecided)) return false;
+    return ++decided_2_to_1[h.epoch] <= lose;
+  }
+  const int lose;
+  std::mutex mutex;
+  std::map<std::uint64_t, int> decided_2_to_1;
+  int in_all = 0;
+};
+
+Job datagram_job(int ranks, const EngineOptions& options, const std::shared_ptr<FigureLists>& lists) {
+  testing::InProcNetwork network;
+  network.traits.can_abandon_sends = true;
+  network.drop_control = true;
+  network.drop = [lists](int from, int to, std::span<const std::byte> header) { return (*lists)(from, to, header); };
+  return testing::start_inproc_job(ranks, options, &network);
+}
+
+// Over datagrams the window's figures ride on the lists that end the call closing the next
+// window: no all-gather of the job's communication runs for them, and the fallback comes at the
+// same call on every rank, the same call as over the bootstrap.
+TEST(BoundedEngine, LossFiguresRideOnTheListsOverDatagrams) {
+  Watchdog dog(kNoHang, "LossFiguresRideOnTheListsOverDatagrams");
+  const int ranks = 4;
+  const unsigned calibration = 2;
+  EngineOptions options = bounded_options(0.3, calibration, 0.1);
+  auto lists = std::make_shared<FigureLists>(0);
+  Job job = datagram_job(ranks, options, lists);
+  for (int r = 0; r < ranks; ++r) ASSERT_TRUE(job.engines[r]) << "rank " << r;
+  expect_one_fallback_from_call_19(job, options, calibration);
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(job.engines[r]->agreed().divergent_calls, 0u) << "rank " << r << ": the fill is agreed";
+  EXPECT_EQ(job.fabric->started_in_halves(), 0u) << "the figures went over the job's communication";
+  std::lock_guard lock(lists->mutex);
+  EXPECT_EQ(lists->decided_2_to_1.size(), 1u) << "one call carries figures: the one that closes the second window";
+  EXPECT_GE(lists->in_all, 2 * ranks * (ranks - 1)) << "every rank's list to every peer, twice at least";
+}
+
+// Rank 2's three lists to rank 1 that say it knows every list are lost at the call that carries
+// the figures: rank 1 asks again, and rank 2, which left the call once every peer said it knew,
+// answers from its next call (answer_late_ask) with the list it sent, figures included. (Where
+// rank 2 knew before its list was built, those three were all it sent unasked: it answers from
+// the call or from the next.) The automatic Hadamard switch, which the figures turn on (calls
+// lost data), turns on at the same call on every rank.
+TEST(BoundedEngine, ALateAnswerCarriesTheSameFigures) {
+  Watchdog dog(kNoHang, "ALateAnswerCarriesTheSameFigures");
+  const int ranks = 4;
+  const unsigned calibration = 2;
+  EngineOptions options = bounded_options(0.05, calibration, 1.0);
+  options.hadamard = HadamardMode::automatic;
+  auto lists = std::make_shared<FigureLists>(3);
+  Job job = datagram_job(ranks, options, lists);
+  for (int r = 0; r < ranks; ++r) ASSERT_TRUE(job.engines[r]) << "rank " << r;
+  // Calls 3-10 lose data; their figures ride on call 18's lists: calls 19 on are transformed.
+  const unsigned first_transformed = calibration + 2 * options.sync_interval + 1;
+  const int calls = static_cast<int>(first_transformed) + 3;
+  const auto seen = drive(job, std::vector<std::uint64_t>(calls, 64 * ranks * 4), /*compare=*/false);
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
+  expect_call_invariants(seen, false);
+  for (int c = 0; c < calls; ++c) {
+    const unsigned sequence = static_cast<unsigned>(c) + 1;
+    for (int r = 0; r < ranks; ++r) {
+      EXPECT_EQ(seen[c][r].stats.kind, sequence <= calibration ? CallKind::calibration : CallKind::bounded) << describe(seen[c][r], c, r);
+      EXPECT_EQ(seen[c][r].stats.transformed, sequence >= first_transformed) << describe(seen[c][r], c, r);
+    }
+  }
+  for (int r = 0; r < ranks; ++r) {
+    EXPECT_EQ(job.engines[r]->agreed().fallbacks, 0u) << "rank " << r;
+    EXPECT_EQ(job.engines[r]->agreed().divergent_calls, 0u) << "rank " << r;
+  }
+  EXPECT_EQ(job.fabric->started_in_halves(), 0u) << "the figures went over the job's communication";
+  std::lock_guard lock(lists->mutex);
+  ASSERT_EQ(lists->decided_2_to_1.size(), 1u) << "one call carries figures: the one that closes the second window";
+  EXPECT_GT(lists->decided_2_to_1.begin()->second, 3) << "rank 2 never answered rank 1 with its figures after three losses";
 }
 
 TEST(BoundedEngine, CompensationNeverErrsByMoreThanTheMissingData) {

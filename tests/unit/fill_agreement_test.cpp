@@ -1,7 +1,10 @@
 // The end-of-call fill agreement: lists of missing chunks, their pieces, and the union.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <utility>
+#include <vector>
 
 #include "optireduce/engine/tar/fill_agreement.hpp"
 
@@ -75,6 +78,61 @@ TEST(FillAgreement, PiecesThatDoNotFitAreRefused) {
   h.total = 4001;
   h.length = 64;
   EXPECT_FALSE(fill.piece_of(h, 64)) << "another call";
+}
+
+TEST(FillAgreement, ARiderFollowsTheBitmapAcrossPiecesAndReachesEveryRank) {
+  const ShardLayout layout(40, 2, 5);  // 8 chunks: a one-byte bitmap
+  LossLedger ledger;
+  ledger.begin(layout);
+  AllGather gather;
+  gather.begin(layout, 0);
+  const std::array<std::byte, 5> own{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}, std::byte{5}};
+  FillAgreement fill;
+  fill.begin(layout, ledger.total_chunks(), 4, 0, own);  // a 6-byte list: pieces of 4 and 2 bytes
+  ASSERT_TRUE(fill.carries_riders());
+  EXPECT_EQ(fill.pieces_per_rank(), 2u);
+  std::vector<std::byte> mine;
+  fill.build_own_list(gather, ledger, 0, mine);
+  ASSERT_EQ(mine.size(), 6u);
+  EXPECT_EQ(mine[0], std::byte{0xf0}) << "the peer's four chunks, none of which came";
+  EXPECT_TRUE(std::equal(own.begin(), own.end(), mine.begin() + 1));
+  std::vector<std::pair<std::uint64_t, std::size_t>> pieces;
+  fill.for_each_piece(mine, [&](std::uint64_t at, std::span<const std::byte> piece) { pieces.emplace_back(at, piece.size()); });
+  EXPECT_EQ(pieces, (std::vector<std::pair<std::uint64_t, std::size_t>>{{0, 4}, {4, 2}}));
+
+  // The peer's list: it lacks nothing; its rider is 9 8 7 6 5.
+  const std::array<std::byte, 6> theirs{std::byte{0}, std::byte{9}, std::byte{8}, std::byte{7}, std::byte{6}, std::byte{5}};
+  WireHeader h;
+  h.kind = MessageKind::missing_list;
+  h.total = 40;
+  h.flags = WireHeader::kFlagFigures;
+  for (std::uint64_t at : {4u, 0u}) {
+    h.offset = at;
+    h.length = at ? 2 : 4;
+    InboundMessage m;
+    m.payload = std::span<const std::byte>(theirs).subspan(at, h.length);
+    m.payload_size = h.length;
+    h.flags = 0;
+    EXPECT_FALSE(fill.piece_of(h, h.length)) << "a piece that does not say it carries the figures";
+    h.flags = WireHeader::kFlagFigures;
+    const auto piece = fill.piece_of(h, h.length);
+    ASSERT_TRUE(piece) << "offset " << at;
+    EXPECT_FALSE(fill.complete(2));
+    fill.accept(1, *piece, h, m);
+  }
+  ASSERT_TRUE(fill.complete(2));
+  EXPECT_TRUE(std::equal(own.begin(), own.end(), fill.riders()[0].begin()));
+  EXPECT_TRUE(std::equal(theirs.begin() + 1, theirs.end(), fill.riders()[1].begin()));
+  EXPECT_FALSE(fill.union_empty()) << "this rank's own lack";
+
+  // A call whose lists carry nothing refuses a piece that says it does.
+  fill.begin(layout, ledger.total_chunks(), 4);
+  EXPECT_FALSE(fill.carries_riders());
+  h.offset = 0;
+  h.length = 1;
+  EXPECT_FALSE(fill.piece_of(h, 1));
+  h.flags = 0;
+  EXPECT_TRUE(fill.piece_of(h, 1));
 }
 
 }  // namespace

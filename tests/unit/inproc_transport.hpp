@@ -2,6 +2,7 @@
 // bootstrap, so the engine's logic is tested without MPI or a network.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <cstring>
@@ -43,6 +44,10 @@ class InProcFabric {
     std::lock_guard lock(mutex_);
     return gather_generation_;
   }
+  // How many all-gathers in two halves (Bootstrap::start_allgather) the ranks started, summed
+  // over ranks.
+  unsigned started_in_halves() const { return started_in_halves_.load(); }
+  void note_started_in_halves() { ++started_in_halves_; }
 
  private:
   const int ranks_;
@@ -54,6 +59,7 @@ class InProcFabric {
   unsigned gather_generation_ = 0;
   std::vector<std::vector<std::byte>> gather_result_;
   std::map<std::pair<std::uint64_t, int>, std::shared_ptr<InProcFabric>> subs_;
+  std::atomic<unsigned> started_in_halves_{0};
 };
 
 // A network for the bounded calls beside the exact one: a transport that may lose messages
@@ -118,6 +124,10 @@ class InProcBootstrap final : public AllgatherBootstrap {
   InProcBootstrap(std::shared_ptr<InProcFabric> fabric, int rank) : fabric_(std::move(fabric)), rank_(rank) {}
   std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override {
     return fabric_->allgather(rank_, mine);
+  }
+  void start_allgather(std::span<const std::byte> mine) override {
+    fabric_->note_started_in_halves();
+    Bootstrap::start_allgather(mine);
   }
   // Over the all-gather: the members of this rank's color, ordered by key then rank.
   bool split(int color, int key, std::unique_ptr<Bootstrap>& out) override;

@@ -67,6 +67,26 @@ TEST(WireHeader, LittleEndianOnTheWire) {
   EXPECT_EQ(bytes[3], std::byte{'R'});
 }
 
+TEST(WireHeader, AMissingListsExtentCountsBytesOfTheListNotElements) {
+  // A small call's list with the loss figures after its bitmap is longer than the call has
+  // elements: the list's geometry is checked where it is known (FillAgreement::piece_of).
+  WireHeader h = sample();
+  h.kind = MessageKind::missing_list;
+  h.flags = WireHeader::kFlagFigures;
+  h.total = 16;
+  h.offset = 0;
+  h.length = 89;
+  std::array<std::byte, WireHeader::kEncodedSize> bytes;
+  encode(h, bytes);
+  WireHeader d;
+  ASSERT_TRUE(decode(bytes, d));
+  EXPECT_EQ(d.length, 89u);
+  EXPECT_EQ(d.flags, WireHeader::kFlagFigures);
+  h.kind = MessageKind::gather_chunk;
+  encode(h, bytes);
+  EXPECT_FALSE(decode(bytes, d)) << "a chunk past the call's elements";
+}
+
 TEST(WireHeader, RejectsWhatIsNotOurs) {
   std::array<std::byte, WireHeader::kEncodedSize> good;
   encode(sample(), good);
