@@ -8,29 +8,26 @@
 
 namespace optireduce {
 
-Clock::time_point TarCall::keep_waiting_until(std::size_t phase, Clock::time_point stretch_from, bool last_slices_in, bool lost,
-                                              PhaseHold& why) const {
-  why = PhaseHold::stalled;
+TarCall::Hold TarCall::keep_waiting_until(std::size_t phase, Clock::time_point stretch_from, bool last_slices_in,
+                                          bool lost) const {
   const double budget = budget_.us[phase];
   // Deadlines bound the network's tail, not a stalled process's: what a peer that stopped
   // sending even its heartbeats owes is late, not lost.
-  if (const auto quiet = quiet_peers_until(Clock::now()); quiet != Clock::time_point::min()) return std::min(hard_deadline_, quiet);
-  why = PhaseHold::late;
+  if (const auto quiet = quiet_peers_until(Clock::now()); quiet != Clock::time_point::min())
+    return {std::min(hard_deadline_, quiet), PhaseHold::stalled};
   // A call that would lose more than the loss budget is not a result: what is missing but late,
   // not lost, is waited for as an exact call does. Each rank holds its own loss to a share of the
   // budget: the fill agreement makes every rank's missing chunks everybody's, so the call loses
   // at most the budget. What can no longer come is lost, not late: not waited for.
   if (const auto late_until = lost ? Clock::time_point::min() : missing_late_until();
-      late_until != Clock::time_point::min() && over_budget_share(loss_if_closed(phase))) {
-    if (unheard_ > 0) why = PhaseHold::entry;
-    return late_until;
-  }
-  why = PhaseHold::flowing;
+      late_until != Clock::time_point::min() && over_budget_share(loss_if_closed(phase)))
+    return {late_until, unheard_ > 0 ? PhaseHold::entry : PhaseHold::late};
   // While data still comes, the network is delivering: wait until it has been quiet a while
   // (once every sender's last slices are in, only a grace: the rest is in flight or lost).
   const double gap = last_slices_in ? DeadlineController::grace_us(budget) : DeadlineController::quiet_gap_us(budget);
   const auto quiet_until = after_us(last_arrival_, gap);
-  return std::min({quiet_until, after_us(stretch_from, DeadlineController::stretch_limit_us(budget)), hard_deadline_});
+  return {std::min({quiet_until, after_us(stretch_from, DeadlineController::stretch_limit_us(budget)), hard_deadline_}),
+          PhaseHold::flowing};
 }
 
 double TarCall::loss_if_closed(std::size_t phase) const {

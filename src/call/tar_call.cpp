@@ -226,7 +226,6 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
   auto handler = [this](const InboundMessage& m) { handle(m); };
   const auto stalled_before = stalled_;
   bool held_late = false;  // past its deadline for data a late or stalled peer still owes
-  PhaseHold why = PhaseHold::none;
   while (!complete()) {
     if (entry_pending && unheard_ == 0) {
       // The last peer entered the call: the phase's budget counts from then.
@@ -264,12 +263,12 @@ Status TarCall::run_phase(std::size_t phase, Clock::time_point phase_deadline, C
       const bool settled = grace_set && Clock::now() >= s_.last_slices[phase].settled_at(s_.rank, sends_to_me, follow_wait);
       // The phase may stretch by as long as a stall held a rank in it, too.
       const bool lost = settled && lost_for_good(phase, resend_wait);
-      const auto later = keep_waiting_until(phase, phase_start + (stalled_ - stalled_before), settled, lost, why);
-      held_late = why == PhaseHold::late || why == PhaseHold::entry;
-      if (later <= Clock::now()) break;
-      if (later > phase_deadline) stats_.held[phase] = stronger(stats_.held[phase], why);
-      deadline = later;
-      if (later == hard_deadline_ && unheard_ > 0) entry_pending = waited_for_entry_ = true;
+      const auto hold = keep_waiting_until(phase, phase_start + (stalled_ - stalled_before), settled, lost);
+      held_late = hold.why == PhaseHold::late || hold.why == PhaseHold::entry;
+      if (hold.until <= Clock::now()) break;
+      if (hold.until > phase_deadline) stats_.held[phase] = stronger(stats_.held[phase], hold.why);
+      deadline = hold.until;
+      if (hold.until == hard_deadline_ && unheard_ > 0) entry_pending = waited_for_entry_ = true;
     }
     if (!s_.peer_failure.ok()) return s_.peer_failure;
     const auto wake = resending ? std::min(deadline, std::max(ask_from, s_.resends.next_due(phase, resend_wait))) : deadline;

@@ -119,11 +119,14 @@ class TarCall {
   // Hands everything the transport already holds to the call; true when anything came.
   bool drain_arrived(std::size_t phase);
   // At a phase's deadline (call/hold.cpp): until when it keeps waiting (now or earlier: it
-  // closes). The phase stretches at most stretch_limit past `stretch_from`. `lost`: nothing
-  // missing can come any more (lost_for_good); `why`: the rule that holds it (late or entry: data
-  // a late or resumed peer still owes).
-  Clock::time_point keep_waiting_until(std::size_t phase, Clock::time_point stretch_from, bool last_slices_in, bool lost,
-                                       PhaseHold& why) const;
+  // closes) and the rule that holds it (late or entry: data a late or resumed peer still owes).
+  // The phase stretches at most stretch_limit past `stretch_from`. `lost`: nothing missing can
+  // come any more (lost_for_good).
+  struct Hold {
+    Clock::time_point until;
+    PhaseHold why;
+  };
+  Hold keep_waiting_until(std::size_t phase, Clock::time_point stretch_from, bool last_slices_in, bool lost) const;
   void reduce_ready();
   void reduce(std::uint32_t chunk);
   void on_scatter_chunk(const Inbound& in, const InboundMessage& message);

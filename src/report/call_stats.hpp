@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "optireduce/engine/deadlines/controller.hpp"
 #include "optireduce/engine/tar/call_shape.hpp"
@@ -30,10 +31,8 @@ struct StageStats {
 // Written to the trace as one letter.
 enum class PhaseHold : char { none = '-', flowing = 'f', late = 'l', entry = 'e', stalled = 's' };
 inline PhaseHold stronger(PhaseHold a, PhaseHold b) {
-  auto order = [](PhaseHold h) {
-    return h == PhaseHold::stalled ? 4 : h == PhaseHold::entry ? 3 : h == PhaseHold::late ? 2 : h == PhaseHold::flowing ? 1 : 0;
-  };
-  return order(b) > order(a) ? b : a;
+  constexpr std::string_view kWeakestFirst = "-fles";
+  return kWeakestFirst.find(static_cast<char>(b)) > kWeakestFirst.find(static_cast<char>(a)) ? b : a;
 }
 
 struct CallStats {

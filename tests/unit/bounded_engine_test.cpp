@@ -538,8 +538,9 @@ TEST(BoundedEngine, OverAReliableTransportALateAllGatherChunkIsWaitedFor) {
       if (budget < 1) {
         EXPECT_EQ(o.stats.filled_entries, 0u) << describe(o, c, 0);
         // Held past the deadline by the rule for late data (a reliable transport loses nothing).
-        if (o.stats.phase_us[1] > o.stats.deadline_us[1] && o.stats.filled_entries == 0 && o.stats.held[1] != PhaseHold::none)
+        if (o.stats.phase_us[1] > o.stats.deadline_us[1] && o.stats.filled_entries == 0 && o.stats.held[1] != PhaseHold::none) {
           EXPECT_EQ(o.stats.held[1], PhaseHold::late) << describe(o, c, 0);
+        }
         held_late += o.stats.held[1] == PhaseHold::late;
       }
     }
@@ -748,18 +749,21 @@ TEST(BoundedEngine, APhaseHeldForAStalledPeerAsksAgainForWhatItLost) {
   std::uint64_t resent = 0;
   for (int r = 0; r < ranks; ++r) resent += job.engines[r]->agreed().resent_chunks;
   ASSERT_GE(held, 3) << "the stall did not hold rank 0's scatter-reduce past its deadline";
-  // Before the stalls begin nothing was stalled on this unloaded run's calibration calls.
-  for (int c = 0; c < calibration; ++c)
-    for (int r = 0; r < ranks; ++r) EXPECT_EQ(seen[c][r].stats.stall_us, 0.0) << describe(seen[c][r], c, r);
+  // A call counts only stalls inside it: none carries over from the call before. (Not that a call
+  // before the stalls counts none: on a loaded host any rank may be descheduled that long.)
+  for (int c = 0; c < calls; ++c)
+    for (int r = 0; r < ranks; ++r) EXPECT_LE(seen[c][r].stats.stall_us, seen[c][r].stats.latency_us) << describe(seen[c][r], c, r);
   // The trace says which rule held the phase: the stall, seen by rank 0 while rank 1 was stopped
   // (a rank 0 descheduled through the whole stall sees only late data: hence most, not all).
   EXPECT_GE(2 * held_by_stall, held) << held_by_stall << " of " << held << " held phases held by the stall rule";
   // A phase is held past its deadline only where it outlasted it.
   for (int c = 0; c < calls; ++c)
     for (int r = 0; r < ranks; ++r)
-      for (int p = 0; p < 2; ++p)
-        if (seen[c][r].stats.phase_us[p] <= seen[c][r].stats.deadline_us[p])
+      for (int p = 0; p < 2; ++p) {
+        if (seen[c][r].stats.phase_us[p] <= seen[c][r].stats.deadline_us[p]) {
           EXPECT_EQ(seen[c][r].stats.held[p], PhaseHold::none) << describe(seen[c][r], c, r) << ", phase " << p;
+        }
+      }
   EXPECT_GT(resent, 0u);
   // A rank descheduled past a resend round on this shared host still loses a chunk now and then.
   EXPECT_GE(2 * repaired, held) << repaired << " of " << held << " calls held by the stall got their lost contributions again";
