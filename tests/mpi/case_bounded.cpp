@@ -606,9 +606,12 @@ int case_bounded_clean() {
                   static_cast<unsigned long long>(c.call.sequence), kind_name(c.call.kind));
     ++bounded;
     MPITEST_CHECK(c.call.dropped_entries == 0 && c.error.differing == 0,
-                  "call %llu on a clean host: %llu entries dropped, %llu differ from PMPI_Allreduce",
+                  "call %llu on a clean host: %llu entries dropped (%llu filled), %llu differ from PMPI_Allreduce; "
+                  "scatter-reduce %.1f ms of a %.1f ms deadline, all-gather %.1f of %.1f ms, call %.1f ms",
                   static_cast<unsigned long long>(c.call.sequence), static_cast<unsigned long long>(c.call.dropped_entries),
-                  static_cast<unsigned long long>(c.error.differing));
+                  static_cast<unsigned long long>(c.call.filled_entries), static_cast<unsigned long long>(c.error.differing),
+                  c.call.phase_us[0] / 1e3, c.call.deadline_us[0] / 1e3, c.call.phase_us[1] / 1e3, c.call.deadline_us[1] / 1e3,
+                  c.call.latency_us / 1e3);
     MPITEST_CHECK(std::max(c.call.phase_us[0], c.call.phase_us[1]) < timeout_us / 2,
                   "call %llu: a phase took %.0f / %.0f ms (scatter / gather), near the hard deadline of %.0f ms",
                   static_cast<unsigned long long>(c.call.sequence), c.call.phase_us[0] / 1e3, c.call.phase_us[1] / 1e3,
