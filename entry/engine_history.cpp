@@ -35,6 +35,7 @@ void EngineHistory::add(const Engine& e) {
   const std::pair<const char*, std::uint64_t> sums[] = {
       {"messages_sent", t.messages_sent}, {"messages_received", t.messages_received}, {"bytes_sent", t.bytes_sent},
       {"bytes_received", t.bytes_received}, {"send_calls", t.send_calls}, {"receive_calls", t.receive_calls},
+      {"receive_buffers", t.receive_buffers},
       {"send_errors", t.send_errors}, {"abandoned_sends", t.abandoned_sends}, {"fec_parity_sent", t.fec_parity_sent},
       {"fec_repaired", t.fec_repaired}};
   for (const auto& [name, n] : sums)

@@ -55,7 +55,8 @@ where (--net NET[,NET...]: each network gets its own table; rounds alternate ove
                        scripts/cluster.sh --hosts HOSTS --drop DROP (per mille per link and
                        direction; veth, MTU 1500), PER_HOST ranks per host (default 1: --ranks-per-host),
                        every link shaped to RATE (tc syntax, e.g. 1gbit; default none), UCX's
-                       network lanes held to eth0 (root)
+                       network lanes held to eth0 (root); a last :gro-on turns the hosts'
+                       receive offload on (cluster.sh --gro on), e.g. cluster:4:0:1:gro-on
 
 contenders:
   --contenders LIST    names, space or comma separated (default "ompi or-reliable or-bounded");
@@ -237,16 +238,17 @@ case $mode in
 esac
 [ -z "$scale" ] || [ "$mode" = model ] || die "--scale goes with --model"
 
-# Sets net, net_kind, profile, hosts, drop, per_host, rate for one network of --net (and checks it).
+# Sets net, net_kind, profile, hosts, drop, per_host, rate, gro for one network of --net (and checks it).
 set_net() {
   net=$1 net_kind=${1%%:*}
   case $net_kind in
     shm|tcp) [ "$net" = "$net_kind" ] || die "--net $net: shm and tcp take no argument" ;;
     netns) profile=${net#netns:}; [ -n "$profile" ] && [ "$profile" != "$net" ] || die "--net netns:PROFILE (e.g. netns:loss-1)" ;;
     cluster)
-      [[ "$net" =~ ^cluster:([0-9]+):([0-9]+(\.[0-9]+)?)(:([0-9]+)(:([0-9]+[kmg]?bit))?)?$ ]] ||
-        die "--net cluster:HOSTS:DROP_PERMILLE[:RANKS_PER_HOST[:RATE]] (e.g. cluster:4:1 or cluster:2:0:2:1gbit)"
+      [[ "$net" =~ ^cluster:([0-9]+):([0-9]+(\.[0-9]+)?)(:([0-9]+)(:([0-9]+[kmg]?bit))?)?(:gro-(on|off))?$ ]] ||
+        die "--net cluster:HOSTS:DROP_PERMILLE[:RANKS_PER_HOST[:RATE]][:gro-on] (e.g. cluster:4:1 or cluster:2:0:2:1gbit)"
       hosts=${BASH_REMATCH[1]} drop=${BASH_REMATCH[2]} per_host=${BASH_REMATCH[5]:-1} rate=${BASH_REMATCH[7]}
+      gro=${BASH_REMATCH[9]:-off}
       [ "$per_host" -ge 1 ] || die "--net $net: at least one rank per host"
       [ -z "$ranks" ] || [ "$ranks" = "$((hosts * per_host))" ] || die "--net $net runs $per_host rank(s) per host: --ranks must be $((hosts * per_host))"
       [ "$barrier" = mpi ] || die "--barrier host needs every rank on one host: not with --net $net" ;;

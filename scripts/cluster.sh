@@ -29,6 +29,11 @@
 # tc tbf on host i's eth0 (uplink) and on switch port h<i> (downlink), so incast onto one host is
 # limited by that host's downlink. GSO is capped to one segment on every link so that loss and
 # shaping apply to wire-sized packets (a veth carries 64 KiB TSO super-packets otherwise).
+# Receive offload (GRO) is off by default: every frame is received alone. --gro on turns it on at
+# each host's eth0, as a real host's NIC has it, and never in the switch: frames are still dropped
+# and shaped one by one on their way, and only those that reached a host may be joined there. A
+# veth joins frames only with GRO on (which gives it a NAPI context) and only frames from a peer
+# without TSO, so the switch's ports then have TSO off (every frame is one segment anyway).
 #
 # Host identity: every command entered into host i (the command on host 0, every process Open MPI
 # starts there) runs in a UTS namespace whose host name is h<i>, and in a mount namespace whose
@@ -83,6 +88,10 @@ options (a per-host option overrides the all-hosts one whatever their order):
   --rate RATE          shape every link, both directions, with tc tbf (tc syntax: 1gbit, 500mbit)
   --rate-host I=RATE   shape host I's link (repeatable)
   --burst SIZE         tbf bucket (tc syntax, default 64kb)
+  --gro on|off         receive offload (GRO) on each host's eth0, as a real NIC has it (default
+                       off; on needs ethtool): frames that reached a host may be joined for its
+                       sockets (TCP, and UDP sockets that ask with UDP_GRO); loss and shaping stay
+                       per frame
   --stats FILE         write the links' counters as JSON to FILE at the end
   --mpirun             the command is mpirun's arguments: runs `mpirun --hostfile H
                        --mca plm_rsh_agent A --mca plm_rsh_no_tree_spawn 1 --mca pml ob1
@@ -121,6 +130,7 @@ ranks_per_host=1
 all_ppm=0
 all_rate=""
 burst="64kb"
+gro=off
 stats_file=""
 mode=command
 self_test_packets=500
@@ -153,6 +163,10 @@ while [ $# -gt 0 ]; do
       [[ "$2" =~ ^([0-9]+)=(.+)$ ]] || die_setup "--rate-host \"$2\" is not HOST=RATE"
       host_rate[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}; shift 2 ;;
     --burst) need_arg "$@"; burst=$2; shift 2 ;;
+    --gro)
+      need_arg "$@"
+      [[ "$2" =~ ^(on|off)$ ]] || die_setup "--gro \"$2\" must be on or off"
+      gro=$2; shift 2 ;;
     --stats) need_arg "$@"; stats_file=$2; shift 2 ;;
     --mpirun) mode=mpirun; shift ;;
     --self-test) mode=self-test; shift ;;
@@ -180,6 +194,7 @@ esac
 for tool in ip bridge nft tc unshare nsenter hostname mount; do
   command -v "$tool" >/dev/null 2>&1 || die_setup "\`$tool\` not found (apt-get install iproute2 nftables util-linux hostname)"
 done
+[ "$gro" = off ] || command -v ethtool >/dev/null 2>&1 || die_setup "\`ethtool\` not found (apt-get install ethtool): --gro on needs it"
 if [ "$mode" = mpirun ]; then command -v mpirun >/dev/null 2>&1 || die_setup "\`mpirun\` not found (apt-get install openmpi-bin)"; fi
 
 ppm_of() { echo "${host_ppm[$1]:-$all_ppm}"; }
@@ -325,6 +340,9 @@ for ((i = 0; i < hosts; i++)); do
   ip -n "$sw" link set "h$i" master br0 && ip -n "$sw" link set "h$i" up || die_setup "cannot attach host $i to the bridge"
   ip -n "$ns" link set lo up && ip -n "$ns" addr add "$(addr_of "$i")/24" dev eth0 && ip -n "$ns" link set eth0 up \
     || die_setup "cannot configure eth0 of host $i"
+  # --gro on: see the top of this file.
+  [ "$gro" = off ] || { ip netns exec "$ns" ethtool -K eth0 gro on >/dev/null 2>&1 && ip netns exec "$sw" ethtool -K "h$i" tso off >/dev/null 2>&1; } \
+    || die_setup "cannot turn receive offload on at eth0 of host $i (ethtool -K eth0 gro on, and tso off at switch port h$i)"
   rate=$(rate_of "$i")
   if [ -n "$rate" ]; then
     ip -n "$ns" link set eth0 txqueuelen 1000 2>/dev/null

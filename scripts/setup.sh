@@ -14,7 +14,7 @@ packages=(
   libssl-dev nettle-dev
   libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3-mpi4py python3-numpy
-  nftables iproute2 iperf3
+  nftables iproute2 iperf3 ethtool
   clang libclang-rt-14-dev
   python3-torch python3-matplotlib dataset-fashion-mnist
   slurm-wlm munge

@@ -66,6 +66,7 @@ std::size_t ReceivePath::read_batch(int fd, datagram::DatagramSink& sink) {
   ++counters_.receive_calls;
   const int n = ::recvmmsg(fd, headers_.data(), kBuffers, MSG_DONTWAIT, nullptr);
   if (n <= 0) return 0;
+  counters_.receive_buffers += static_cast<std::uint64_t>(n);
   const auto arrived = Clock::now();
   for (int i = 0; i < n; ++i) {
     msghdr& h = headers_[static_cast<std::size_t>(i)].msg_hdr;

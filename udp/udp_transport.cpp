@@ -3,6 +3,8 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "local_interfaces.hpp"
 #include "optireduce/log.hpp"
@@ -54,7 +56,8 @@ Status UdpTransport::start() {
     }
     OR_RETURN_IF_ERROR(c.socket.forbid_fragmentation());
     c.socket.size_send_buffer(kWantedSendBufferBytes);
-    c.socket.enable_gro();
+    if (!c.socket.enable_gro())  // each datagram then comes in a buffer of its own
+      OR_LOG(debug, "udp: %s: the kernel refuses UDP_GRO: %s", li.name.c_str(), std::strerror(errno));
     const auto granted = c.socket.size_receive_buffer(kWantedReceiveBufferBytes);
     c.endpoint = {li, c.socket.port(), static_cast<std::uint32_t>(granted)};
     candidates_.push_back(std::move(c));

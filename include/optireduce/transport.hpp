@@ -60,6 +60,9 @@ struct TransportCounters {
   std::uint64_t messages_sent = 0, messages_received = 0;
   std::uint64_t bytes_sent = 0, bytes_received = 0;
   std::uint64_t send_calls = 0, receive_calls = 0;  // system calls (datagram transports)
+  // Buffers those calls returned (udp): fewer than messages_received where the kernel's receive
+  // offload (GRO) joined datagrams.
+  std::uint64_t receive_buffers = 0;
   // Dropped before the engine saw them.
   std::uint64_t rejected_malformed = 0;         // too short, bad magic, version, kind or length
   std::uint64_t rejected_unauthenticated = 0;   // keyed tag wrong, or not from a known endpoint
@@ -74,7 +77,7 @@ struct TransportCounters {
   TransportCounters& operator+=(const TransportCounters& o) {
     messages_sent += o.messages_sent, messages_received += o.messages_received;
     bytes_sent += o.bytes_sent, bytes_received += o.bytes_received;
-    send_calls += o.send_calls, receive_calls += o.receive_calls;
+    send_calls += o.send_calls, receive_calls += o.receive_calls, receive_buffers += o.receive_buffers;
     rejected_malformed += o.rejected_malformed, rejected_unauthenticated += o.rejected_unauthenticated;
     rejected_foreign_source += o.rejected_foreign_source;
     send_errors += o.send_errors, abandoned_sends += o.abandoned_sends;

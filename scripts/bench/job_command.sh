@@ -80,6 +80,7 @@ job_command() {  # contender dir
     if [ "$net_kind" = cluster ]; then
       local -a shape=(--ranks-per-host "$per_host")
       [ -z "$rate" ] || shape+=(--rate "$rate")
+      shape+=(--gro "${gro:-off}")
       cmd=("$root/scripts/cluster.sh" --hosts "$hosts" --drop "$drop" "${shape[@]}" --stats "$dir/links.json" -q --mpirun --
            "${x[@]}" "${program[@]}" "${prog_args[@]}")
     else

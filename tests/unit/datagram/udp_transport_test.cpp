@@ -146,6 +146,39 @@ TEST_P(UdpExchange, AQueueOfEqualMessagesLeavesInOneSystemCall) {
   EXPECT_GE(after.messages_sent - before.messages_sent, count);
 }
 
+// Over an outward interface the kernel hands a GRO socket a whole GSO run of this host's own in
+// one buffer (nothing segments it on the way through lo): the receive path splits it, each
+// datagram arrives intact, and the counters show fewer buffers than datagrams.
+TEST(UdpTransport, ARunJoinedByTheKernelArrivesAsItsDatagrams) {
+  UdpSettings settings;
+  settings.iface = outward_interface();
+  if (settings.iface.empty()) GTEST_SKIP() << "no outward interface";
+  UdpPair pair = connect_udp_pair(settings);
+  ASSERT_TRUE(pair.connected[0].ok() && pair.connected[1].ok());
+  const std::size_t payload_bytes = pair.rank[0]->traits().max_message_bytes - 8;
+  constexpr std::uint32_t kCount = 30;
+  std::vector<std::vector<std::byte>> headers, payloads;  // a data send references them until it leaves
+  for (std::uint32_t id = 0; id < kCount; ++id) {
+    headers.push_back(test_header(id, static_cast<std::uint32_t>(payload_bytes)));
+    payloads.push_back(test_payload(id, payload_bytes));
+    ASSERT_TRUE(pair.rank[0]->send(1, Lane::data, headers.back(), payloads.back()).ok());
+  }
+  std::atomic<bool> stop{false};
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  std::thread sender([&] { keep_polling(*pair.rank[0], stop, deadline); });
+  Received r;
+  collect(*pair.rank[1], kCount, r, deadline);
+  stop = true;
+  sender.join();
+  EXPECT_EQ(r.damaged, 0u);
+  ASSERT_EQ(r.count.size(), kCount);
+  const TransportCounters c = pair.rank[1]->counters();
+  EXPECT_EQ(c.rejected(), 0u);
+  EXPECT_GE(c.messages_received, kCount);
+  EXPECT_GT(c.receive_buffers, 0u);
+  EXPECT_LT(c.receive_buffers, c.messages_received);
+}
+
 TEST(UdpTransport, AbandonDropsQueuedSendsSoNothingReferencesTheirBuffers) {
   UdpPair pair = connect_udp_pair({});
   ASSERT_TRUE(pair.connected[0].ok() && pair.connected[1].ok());
