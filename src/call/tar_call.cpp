@@ -114,6 +114,7 @@ Status TarCall::run_scatter_reduce(Clock::time_point scatter_start) {
   if (!s_.scatter.complete()) {
     if (!cuts_scatter_reduce()) return Timeout("the scatter-reduce did not complete");
     scatter_closed_ = Clock::now();
+    log_scatter_cut(scatter_start);
     stats_.cut = true;
     for (std::uint32_t c : s_.scatter.open_chunks()) reduce(c);
   }

@@ -127,6 +127,9 @@ class TarCall {
     PhaseHold why;
   };
   Hold keep_waiting_until(std::size_t phase, Clock::time_point stretch_from, bool last_slices_in, bool lost) const;
+  // Why a scatter-reduce closed without every contribution (debug log): the senders that still
+  // owed, how long after the deadline and after the last arrival.
+  void log_scatter_cut(Clock::time_point scatter_start) const;
   void reduce_ready();
   void reduce(std::uint32_t chunk);
   void on_scatter_chunk(const Inbound& in, const InboundMessage& message);
