@@ -148,7 +148,7 @@ class TarCall {
   bool agree_on_fill();
   // What this call's lists carry besides: the loss window's figures, at the call that closes a
   // window, where its lists are exchanged until every rank has them (deadlines/agreements.hpp).
-  std::span<const std::byte> figures_rider(bool reliable_transport) const;
+  std::span<const std::byte> figures_rider() const;
   // The flags of this rank's list pieces: `flags`, and whether they carry the figures.
   std::uint16_t list_flags(std::uint16_t flags) const {
     return static_cast<std::uint16_t>(flags | (s_.fill.carries_riders() ? WireHeader::kFlagFigures : 0));
