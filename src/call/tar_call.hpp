@@ -190,6 +190,11 @@ class TarCall {
   void record_failure_view();
   void notify_failure(const std::vector<int>& ranks);
   static constexpr int kFailureCopies = 4;
+  // A rank that gave up on its own over a transport that may lose the notice sends it again
+  // while a peer may still wait for its word, at gaps doubling from the first to the most.
+  void repeat_notice();
+  static constexpr double kNoticeRepeatFirstUs = 2e3;
+  static constexpr double kNoticeRepeatMostUs = 50e3;
   void on_call_failed(const Inbound& in, const InboundMessage& message);
   // At the call's end: no send may read the caller's input or output after it returns.
   void release_caller_buffers();
