@@ -5,7 +5,7 @@
 #include "optireduce/engine.h"
 #include "optireduce/engine/report/stats.hpp"
 #include "group_engine.hpp"
-#include "session.hpp"
+#include "process_state.hpp"
 
 #define OR_STR2(x) #x
 #define OR_STR(x) OR_STR2(x)
@@ -65,7 +65,7 @@ int optireduce_init(const optireduce_bootstrap* world, uint32_t flags, uint32_t*
   }
   optireduce::entry::CallbackBootstrap bootstrap(*world);
   bool mine = false;
-  const std::string why = optireduce::entry::init_session(bootstrap, flags, all_flags, &mine);
+  const std::string why = optireduce::entry::init_process_state(bootstrap, flags, all_flags, &mine);
   if (why.empty()) return OPTIREDUCE_OK;
   // Only the rank a line is about says it: every rank would print it.
   if (mine) copy_text(why, error, error_bytes);
@@ -75,7 +75,7 @@ int optireduce_init(const optireduce_bootstrap* world, uint32_t flags, uint32_t*
 int optireduce_finalize(const optireduce_bootstrap* world) {
   if (!usable(world)) return OPTIREDUCE_INVALID;
   optireduce::entry::CallbackBootstrap bootstrap(*world);
-  return optireduce::entry::finalize_session(bootstrap) ? OPTIREDUCE_OK : OPTIREDUCE_INVALID;
+  return optireduce::entry::finalize_process_state(bootstrap) ? OPTIREDUCE_OK : OPTIREDUCE_INVALID;
 }
 
 void optireduce_record_passthrough(int reason, double elapsed_us) {
@@ -90,7 +90,7 @@ void optireduce_record_passthrough_of(int collective, int reason, double elapsed
 }
 
 optireduce_engine* optireduce_engine_open(const optireduce_bootstrap* group) {
-  if (!usable(group) || !optireduce::entry::session_open()) return nullptr;
+  if (!usable(group) || !optireduce::entry::process_state_open()) return nullptr;
   return new optireduce_engine(*group);
 }
 

@@ -10,7 +10,7 @@
 #include "optireduce/engine/log.hpp"
 #include "optireduce/engine/report/stats.hpp"
 #include "optireduce/engine/report/topology.hpp"
-#include "session.hpp"
+#include "process_state.hpp"
 
 namespace optireduce::entry {
 namespace {
@@ -102,12 +102,12 @@ Engine* GroupEngine::engine_for_call(const Config& config) {
 }
 
 int GroupEngine::admit(std::uint64_t count, int format, int op, int* reason) const {
-  if (!session_open()) return OPTIREDUCE_INVALID;
+  if (!process_state_open()) return OPTIREDUCE_INVALID;
   // Decided from the arguments and the group's agreed state alone, the same on every rank.
   const auto element = format_of(format);
   if (!element) return OPTIREDUCE_INVALID;
   if (op != OPTIREDUCE_OP_SUM) return OPTIREDUCE_UNSUPPORTED;
-  const Config& config = session_config();
+  const Config& config = process_config();
   auto decline = [reason](PassReason why) {
     if (reason) *reason = static_cast<int>(why);
     return OPTIREDUCE_DECLINED;
@@ -130,7 +130,7 @@ int GroupEngine::run(std::uint64_t count, int format, int op, int* reason, Call&
   {
     std::lock_guard lock(mutex_);
     if (const int verdict = admit(count, format, op, reason); verdict != OPTIREDUCE_OK) return verdict;
-    const Config& config = session_config();
+    const Config& config = process_config();
     Engine* engine = engine_for_call(config);
     if (!engine) {
       if (reason) *reason = static_cast<int>(PassReason::no_engine);

@@ -1,4 +1,4 @@
-// A rank that did not load the library never joins the session's all-gather at MPI_Init, and the
+// A rank that did not load the library never joins optireduce_init's all-gather at MPI_Init, and the
 // ranks that did would wait in it for good. Open MPI's `-x LD_PRELOAD=...` reaches only the ranks
 // of its own app context, so an MPMD launch (`a : b`) that gives it once loads the library on
 // some ranks only. So before that all-gather: every other rank says hello to rank 0 with a

@@ -1,4 +1,4 @@
-// Whether every rank of the job loaded the library, asked before the session's first collective.
+// Whether every rank of the job loaded the library, asked before optireduce_init's first collective.
 #pragma once
 
 namespace optireduce::pmpi {

@@ -32,7 +32,7 @@ constexpr std::uint32_t kCudaFlag = 1;  // a CUDA driver is loaded in this proce
   _exit(1);
 }
 
-// MPI_COMM_WORLD's bootstrap for one collective of the session.
+// MPI_COMM_WORLD's bootstrap for one collective of optireduce_init or optireduce_finalize.
 struct World {
   optireduce_bootstrap bootstrap = mpi_bootstrap(MPI_COMM_WORLD);
   ~World() { bootstrap.release(bootstrap.context); }
@@ -51,7 +51,7 @@ void after_init() {
   std::lock_guard lock(g_lifecycle);
   if (g_initialized) return;
   g_initialized = true;
-  // A rank without the library would leave the others waiting in the session's all-gather.
+  // A rank without the library would leave the others waiting in optireduce_init's all-gather.
   if (!loaded_everywhere()) PMPI_Abort(MPI_COMM_WORLD, 1);
   std::uint32_t flags = 0;
   char error[1024];

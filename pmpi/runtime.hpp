@@ -1,5 +1,5 @@
 // Process-wide state of the interposition layer: the hooks that run after MPI is initialised and
-// before it is finalised, around the entry point's session (settings, trace, report).
+// before it is finalised, around the entry point's process state (settings, trace, report).
 #pragma once
 
 #include <mpi.h>

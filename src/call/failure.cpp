@@ -1,6 +1,7 @@
 // A call that fails: every rank must fail the same call and name the same ranks. The rank that
 // gives up tells its peers (call_failed), records what it still waited for from whom (the
 // engine exchanges that over the bootstrap), and leaves nothing writing into the caller's buffer.
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -65,6 +66,39 @@ void TarCall::notify_failure(const std::vector<int>& ranks) {
   while (any_send_in_flight() && Clock::now() < until) (void)transport_.poll(until, handler);
 }
 
+void TarCall::repeat_notice() {
+  // A peer that knows what it needed waits for this rank's word until this rank's hard deadline
+  // and a notice wait past it, later by as much as the ranks entered apart (call/list_exchange.cpp).
+  // The copies sent at once are lost together where a direction is down just then: the notice
+  // goes again across that wait, until every peer has said it failed the call too.
+  const auto spread = unheard_ == 0 && all_heard_at_ > start_ ? all_heard_at_ - start_ : Clock::duration::zero();
+  const auto until = std::max(Clock::now(), hard_deadline_) + 2 * spread + us_duration(DeadlineController::notice_wait_us());
+  std::vector<char> failed(static_cast<std::size_t>(s_.ranks), 0);
+  failed[static_cast<std::size_t>(s_.rank)] = 1;
+  auto handler = [&](const InboundMessage& m) {
+    WireHeader h;
+    if (!decode(m.header, h) || h.kind != MessageKind::call_failed || h.comm_id != s_.comm_id || h.epoch < s_.epoch ||
+        h.source >= failed.size() || m.source != static_cast<int>(h.source))
+      return;
+    failed[h.source] = 1;
+  };
+  auto every_peer_failed = [&] { return std::all_of(failed.begin(), failed.end(), [](char f) { return f != 0; }); };
+  auto gap = us_duration(kNoticeRepeatFirstUs);
+  auto next = Clock::now() + gap;
+  while (!every_peer_failed() && Clock::now() < until) {
+    if (Clock::now() >= next) {
+      for (int k = 1; k < s_.ranks; ++k) {
+        const int peer = rotation_peer(s_.rank, s_.ranks, k);
+        if (!failed[static_cast<std::size_t>(peer)])
+          (void)transport_.send(peer, Lane::control, s_.failure_notice.header, s_.failure_notice.payload);
+      }
+      gap = std::min(2 * gap, us_duration(kNoticeRepeatMostUs));
+      next = Clock::now() + gap;
+    }
+    (void)transport_.poll(std::min(next, until), handler);
+  }
+}
+
 CallStats TarCall::give_up() {
   // Nothing was sent or staged: this rank waited for nobody, and says so.
   s_.failure_view.assign(static_cast<std::size_t>(s_.ranks), EngineState::FailureView::answered);
@@ -86,6 +120,11 @@ CallStats TarCall::fail(Status status) {
     for (int p = 0; p < s_.ranks; ++p)
       if (s_.failure_view[p] == EngineState::FailureView::never_started) silent.push_back(p);
     notify_failure(silent);
+    if (staging_ && !transport_.traits().reliable) repeat_notice();
+  } else if (!transport_.traits().reliable) {
+    // Passed on: a peer the first notice did not reach hears it from here, and the rank that
+    // gave up hears that this one failed the call too.
+    notify_failure({});
   }
   s_.in_call = false;
   if (log_enabled(LogLevel::debug)) {

@@ -30,12 +30,13 @@ void TarCall::decide_cuts(bool reliable_transport) {
   cuts_gather_ = within_share(smallest_shard);
 }
 
-std::span<const std::byte> TarCall::figures_rider(bool reliable_transport) const {
+std::span<const std::byte> TarCall::figures_rider() const {
   // A bounded allreduce whose all-gather may be cut ends in lists that every rank gets or the
   // call fails everywhere (over datagrams: decide_cuts, run_all_gather, call/list_exchange.cpp),
   // so the figures that ride on them reach every rank that completes the call, at that call.
+  // Whether bounded calls end in such lists at all the loss budget decided once per engine
+  // (LossBudgetAgreement::lists_carry_): where they do not, it has no figures for them.
   if (stats_.kind != CallKind::bounded || probe_ || scatter_only() || !cuts_gather_) return {};
-  if (!LossBudgetAgreement::lists_carry(s_.options, s_.ranks, reliable_transport)) return {};
   return s_.loss_budget.figures_for_lists();
 }
 

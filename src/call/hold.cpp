@@ -2,8 +2,10 @@
 // and late data", "Stalled ranks over datagrams"): a stalled peer, data a late or resumed peer
 // still owes, or data still coming in.
 #include <algorithm>
+#include <string>
 
 #include "optireduce/engine/clock_us.hpp"
+#include "optireduce/engine/log.hpp"
 #include "optireduce/engine/call/tar_call.hpp"
 
 namespace optireduce {
@@ -49,6 +51,17 @@ Clock::time_point TarCall::missing_late_until() const {
   // meanwhile: what it sends then is late too, for as long as its phases may stretch from then.
   if (!waited_for_entry_ && stalled_ == Clock::duration::zero()) return Clock::time_point::min();
   return peers_close_by((waited_for_entry_ ? all_heard_at_ : start_) + stalled_);
+}
+
+void TarCall::log_scatter_cut(Clock::time_point scatter_start) const {
+  if (!log_enabled(LogLevel::debug)) return;
+  std::string owing;
+  for (int p = 0; p < s_.ranks; ++p)
+    if (p != s_.rank && s_.scatter.waiting_for(p)) owing += (owing.empty() ? "" : ",") + std::to_string(p);
+  OR_LOG(debug, "call %llu: scatter-reduce closed at %.1f ms of a %.1f ms budget without %llu entries from rank(s) %s, "
+         "%.1f ms after the last arrival (held %c)", static_cast<unsigned long long>(s_.epoch), us_since(scatter_start) / 1e3,
+         budget_.us[0] / 1e3, static_cast<unsigned long long>(s_.scatter.open_entries()), owing.c_str(), us_since(last_arrival_) / 1e3,
+         static_cast<char>(stats_.held[0]));
 }
 
 Clock::time_point TarCall::peers_close_by(Clock::time_point last_entry) const {

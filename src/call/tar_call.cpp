@@ -114,6 +114,7 @@ Status TarCall::run_scatter_reduce(Clock::time_point scatter_start) {
   if (!s_.scatter.complete()) {
     if (!cuts_scatter_reduce()) return Timeout("the scatter-reduce did not complete");
     scatter_closed_ = Clock::now();
+    log_scatter_cut(scatter_start);
     stats_.cut = true;
     for (std::uint32_t c : s_.scatter.open_chunks()) reduce(c);
   }
@@ -129,7 +130,7 @@ Status TarCall::run_all_gather(Clock::time_point gather_start, Clock::time_point
   // A call that may cut only its scatter-reduce lacks chunks only at its hard deadline: it fills
   // them with the lists that came by then, which is what this rank knows.
   if ((cuts_all_gather() || !s_.gather.complete()) && s_.ranks > 1 &&
-      (request_.exact_by_resends || (!probe_ && s_.options.agree_fill && s_.options.fill == FillPolicy::zero))) {
+      (request_.exact_by_resends || (!probe_ && s_.options.fill_agreed()))) {
     stats_.fill_agreed = agree_on_fill();
     if (!stats_.fill_agreed && !probe_) ++s_.agreed.fill_agreement_incomplete;
     // Lists that may be lost are asked for until every rank has them; where they never came, the
@@ -170,7 +171,7 @@ void TarCall::begin(StagingBuffer& staging) {
   s_.gather.begin(s_.layout, s_.rank, request_.shape.format);
   s_.ledger.begin(s_.layout);
   s_.fill.begin(s_.layout, s_.ledger.total_chunks(), traits.max_message_bytes - WireHeader::kEncodedSize, s_.rank,
-                figures_rider(traits.reliable));
+                figures_rider());
   s_.stamps.reset(s_.ranks);
   for (auto& l : s_.last_slices) l.begin(s_.ranks);
   s_.done_from.assign(static_cast<std::size_t>(s_.ranks), 0);

@@ -127,6 +127,9 @@ class TarCall {
     PhaseHold why;
   };
   Hold keep_waiting_until(std::size_t phase, Clock::time_point stretch_from, bool last_slices_in, bool lost) const;
+  // Why a scatter-reduce closed without every contribution (debug log): the senders that still
+  // owed, how long after the deadline and after the last arrival.
+  void log_scatter_cut(Clock::time_point scatter_start) const;
   void reduce_ready();
   void reduce(std::uint32_t chunk);
   void on_scatter_chunk(const Inbound& in, const InboundMessage& message);
@@ -148,7 +151,7 @@ class TarCall {
   bool agree_on_fill();
   // What this call's lists carry besides: the loss window's figures, at the call that closes a
   // window, where its lists are exchanged until every rank has them (deadlines/agreements.hpp).
-  std::span<const std::byte> figures_rider(bool reliable_transport) const;
+  std::span<const std::byte> figures_rider() const;
   // The flags of this rank's list pieces: `flags`, and whether they carry the figures.
   std::uint16_t list_flags(std::uint16_t flags) const {
     return static_cast<std::uint16_t>(flags | (s_.fill.carries_riders() ? WireHeader::kFlagFigures : 0));
@@ -190,6 +193,11 @@ class TarCall {
   void record_failure_view();
   void notify_failure(const std::vector<int>& ranks);
   static constexpr int kFailureCopies = 4;
+  // A rank that gave up on its own over a transport that may lose the notice sends it again
+  // while a peer may still wait for its word, at gaps doubling from the first to the most.
+  void repeat_notice();
+  static constexpr double kNoticeRepeatFirstUs = 2e3;
+  static constexpr double kNoticeRepeatMostUs = 50e3;
   void on_call_failed(const Inbound& in, const InboundMessage& message);
   // At the call's end: no send may read the caller's input or output after it returns.
   void release_caller_buffers();

@@ -50,6 +50,8 @@ struct EngineOptions {
   // fills the union alike and results stay identical (zero fill only: a local fill differs by
   // rank by nature).
   bool agree_fill = true;
+  // Whether bounded calls agree on their fill: asked for, and a zero fill.
+  bool fill_agreed() const { return agree_fill && fill == FillPolicy::zero; }
   // Over a transport that may lose data: how often a bounded call's phase asks each sender again
   // for the chunks it lacks, within its deadline (tar/resend.hpp); 0: never.
   unsigned resend_rounds = defaults::kResendRounds;

@@ -2,14 +2,15 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "optireduce/byte_order.hpp"
 #include "optireduce/engine/log.hpp"
 
 namespace optireduce {
 
-void LossBudgetAgreement::after_bounded_call(const CallStats& call, std::uint64_t calls, bool lists_carry,
-                                             const std::vector<std::vector<std::byte>>& carried, Bootstrap& bootstrap,
+void LossBudgetAgreement::after_bounded_call(const CallStats& call, std::uint64_t calls,
+                                             std::span<const std::vector<std::byte>> carried, Bootstrap& bootstrap,
                                              AgreedCounts& agreed) {
   window_.entries += call.entries;
   window_.dropped += call.dropped_entries;
@@ -24,18 +25,17 @@ void LossBudgetAgreement::after_bounded_call(const CallStats& call, std::uint64_
     pending_ = false;
     decide(all, calls, agreed);
   }
-  if (waiting_) {
-    waiting_ = false;
+  if (!unsent_.empty()) {
+    const std::vector<std::byte> sealed = std::exchange(unsent_, {});
     if (!carried.empty()) {
       decide(carried, calls, agreed);
     } else {
-      bootstrap.start_allgather(unsent_);
+      bootstrap.start_allgather(sealed);
       pending_ = true;
     }
   }
-  if (lists_carry) {
+  if (lists_carry_) {
     unsent_ = window_blob();
-    waiting_ = true;
   } else {
     bootstrap.start_allgather(window_blob());
     pending_ = true;
@@ -55,7 +55,7 @@ std::vector<std::byte> LossBudgetAgreement::window_blob() const {
   return blob;
 }
 
-void LossBudgetAgreement::decide(const std::vector<std::vector<std::byte>>& all, std::uint64_t calls, AgreedCounts& agreed) {
+void LossBudgetAgreement::decide(std::span<const std::vector<std::byte>> all, std::uint64_t calls, AgreedCounts& agreed) {
   Figures sum{};
   const std::size_t hashes = options_.sync_interval;
   std::vector<std::uint64_t> first(hashes, 0);

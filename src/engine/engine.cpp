@@ -26,7 +26,8 @@ const char* to_string(TransportKind kind) {
 
 Engine::Engine(int rank, int ranks, std::uint64_t comm_id, Paths paths, std::unique_ptr<Bootstrap> bootstrap,
                const EngineOptions& options)
-    : state_(rank, ranks, comm_id, options, std::move(bootstrap)), paths_(std::move(paths)) {}
+    : state_(rank, ranks, comm_id, options, std::move(bootstrap), bounded_of(paths)->transport->traits().reliable),
+      paths_(std::move(paths)) {}
 
 Engine::~Engine() = default;
 
@@ -167,11 +168,10 @@ CallStats Engine::run_flat(TarRequest& call, bool allow_bounded, CallStats stats
   if (stats.kind == CallKind::bounded && stats.ok()) {
     // Where this call's lists carried the loss window's figures (TarCall::figures_rider), every
     // rank's came with them: the call succeeded.
-    static const std::vector<std::vector<std::byte>> none;
     const bool carried = stats.fill_agreed && state_.fill.carries_riders();
-    const bool lists_carry = LossBudgetAgreement::lists_carry(state_.options, state_.ranks, bounded_path()->transport->traits().reliable);
-    state_.loss_budget.after_bounded_call(stats, state_.calls, lists_carry, carried ? state_.fill.riders() : none, *state_.bootstrap,
-                                          state_.agreed);
+    state_.loss_budget.after_bounded_call(stats, state_.calls,
+                                          carried ? state_.fill.riders() : std::span<const std::vector<std::byte>>{},
+                                          *state_.bootstrap, state_.agreed);
   }
   return stats;
 }
@@ -383,7 +383,7 @@ void Engine::learn_pace(const TarRequest& call, double call_us) {
 }
 
 EngineState::EngineState(int rank_, int ranks_, std::uint64_t comm_id_, const EngineOptions& options_,
-                         std::unique_ptr<Bootstrap> bootstrap_)
+                         std::unique_ptr<Bootstrap> bootstrap_, bool bounded_reliable)
     : rank(rank_),
       ranks(ranks_),
       comm_id(comm_id_),
@@ -397,7 +397,7 @@ EngineState::EngineState(int rank_, int ranks_, std::uint64_t comm_id_, const En
       }()),
       hadamard(options_.hadamard_block_log2, options_.hadamard_overlap && options_.hadamard != HadamardMode::off && ranks_ > 1),
       faults(options_.faults, rank_),
-      loss_budget(options, rank_) {
+      loss_budget(options, rank_, ranks_, bounded_reliable) {
   send_order = shard_send_order(rank, ranks);
 }
 

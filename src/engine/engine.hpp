@@ -100,8 +100,9 @@ class Engine {
   Engine(int rank, int ranks, std::uint64_t comm_id, Paths paths, std::unique_ptr<Bootstrap> bootstrap,
          const EngineOptions& options);
 
-  // Bounded calls: over their own transport, else the exact one.
-  TransportPath* bounded_path() { return paths_.bounded ? paths_.bounded.get() : paths_.exact.get(); }
+  // Bounded calls: over their own transport, else the exact one (create() makes at least one).
+  static TransportPath* bounded_of(const Paths& paths) { return paths.bounded ? paths.bounded.get() : paths.exact.get(); }
+  TransportPath* bounded_path() { return bounded_of(paths_); }
   CallKind choose_kind(unsigned call_class) const;
   // Either operation: `call` names the buffers, the shape, the count and the class.
   CallStats run_call(TarRequest call, bool allow_bounded);

@@ -25,8 +25,10 @@
 namespace optireduce {
 
 struct EngineState {
+  // `bounded_reliable`: whether the transport of the bounded calls is reliable (the loss budget's
+  // figures ride on lists only where it is not).
   EngineState(int rank_, int ranks_, std::uint64_t comm_id_, const EngineOptions& options_,
-              std::unique_ptr<Bootstrap> bootstrap_);
+              std::unique_ptr<Bootstrap> bootstrap_, bool bounded_reliable);
 
   const int rank;
   const int ranks;

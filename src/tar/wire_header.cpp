@@ -17,6 +17,25 @@ void encode(const WireHeader& h, EncodedHeader out) {
       .put_float(h.stamp_gather);
 }
 
+ExtentRule extent_rule(MessageKind kind) {
+  switch (kind) {
+    // Elements of the call: the chunk's.
+    case MessageKind::scatter_chunk:
+    case MessageKind::gather_chunk:
+    // Sent as offset 0: a request's length counts chunk indices, at most the call's elements
+    // (inbound.cpp checks its offset and payload); the others' length is 0 (a failure's payload
+    // names ranks, not elements; inbound.cpp ignores a "done" or a heartbeat with a length).
+    case MessageKind::peer_done:
+    case MessageKind::call_failed:
+    case MessageKind::resend_request:
+    case MessageKind::alive:
+      return ExtentRule::within_call;
+    case MessageKind::missing_list:
+      return ExtentRule::list_bytes;
+  }
+  return ExtentRule::within_call;
+}
+
 bool decode(std::span<const std::byte> in, WireHeader& h) {
   if (in.size() < WireHeader::kEncodedSize) return false;
   ByteReader r(in.data());
@@ -34,8 +53,11 @@ bool decode(std::span<const std::byte> in, WireHeader& h) {
   h.offset = r.get<std::uint64_t>();
   h.stamp_scatter = r.get_float();
   h.stamp_gather = r.get_float();
-  if (h.kind == MessageKind::missing_list) return true;  // FillAgreement::piece_of
-  return h.offset <= h.total && h.length <= h.total - h.offset;
+  switch (extent_rule(h.kind)) {
+    case ExtentRule::within_call: return h.offset <= h.total && h.length <= h.total - h.offset;
+    case ExtentRule::list_bytes: return true;  // FillAgreement::piece_of, against the list's geometry
+  }
+  return false;
 }
 
 }  // namespace optireduce

@@ -82,9 +82,17 @@ struct WireHeader {
 using EncodedHeader = std::span<std::byte, WireHeader::kEncodedSize>;
 void encode(const WireHeader& h, EncodedHeader out);
 
-// Structural checks only (size, magic, version, kind, offset + length within total without
-// overflow, except for a missing list, whose extent counts bytes of the list: the fill agreement
-// checks it against the list's geometry); false when any fails. Whether the message belongs to this call is tar/inbound.hpp's.
+// What a kind's offset and length must satisfy to decode, one rule per kind (extent_rule):
+//   within_call  offset + length within the call's `total` elements, without overflow: chunks,
+//                and the kinds sent with offset 0 (done, failure, resend request, heartbeat);
+//   list_bytes   bytes of the list of missing chunks, not elements (a small call's list with the
+//                figures after it is longer than the call): nothing here; the fill agreement
+//                checks them against the list's geometry (FillAgreement::piece_of).
+enum class ExtentRule : std::uint8_t { within_call, list_bytes };
+ExtentRule extent_rule(MessageKind kind);
+
+// Structural checks only (size, magic, version, kind, the kind's extent rule); false when any
+// fails. Whether the message belongs to this call is tar/inbound.hpp's.
 bool decode(std::span<const std::byte> in, WireHeader& out);
 
 }  // namespace optireduce

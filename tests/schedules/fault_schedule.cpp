@@ -1,10 +1,19 @@
 #include "fault_schedule.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <sstream>
 
 namespace optireduce::schedules {
+
+std::string shape_text(const PlannedCall& call) {
+  const char* format = call.shape.format == ElementFormat::float32 ? "f32" : call.shape.format == ElementFormat::float16 ? "f16" : "bf16";
+  std::string text = std::string(call.shape.scatter_only() ? "rs." : "ar.") + format + " ";
+  if (!call.shape.scatter_only()) text += std::to_string(call.count);
+  for (std::size_t p = 0; p < call.blocks.size(); ++p) text += (p ? "+" : "") + std::to_string(call.blocks[p]);
+  return text + (call.bounded ? "b" : "x");
+}
 
 FaultSchedule FaultSchedule::draw(std::uint64_t seed) {
   FaultSchedule s;
@@ -69,7 +78,53 @@ FaultSchedule FaultSchedule::draw(std::uint64_t seed) {
     s.outages.push_back(o);
   }
   if (chance(0.2)) s.give_up_stall_rank = pick(0, s.ranks - 1), s.give_up_stall_ms = length_ms(10, 800);
+  s.float32_allreduces = s.calls.size();
+  s.draw_other_shapes();
   return s;
+}
+
+void FaultSchedule::draw_other_shapes() {
+  std::mt19937_64 rng(seed * 0xd1b54a32d192ed03ull + 0x8cb92ba72f3d8dd7ull);
+  auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
+  auto pick = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(rng); };
+  // One or two runs, each of one shape and size class (each shape calibrates its own classes):
+  // its calibration calls, then one to three past it. Reduce-scatters mostly of float32.
+  const CallShape shapes[] = {{Collective::reduce_scatter, ElementFormat::float32},
+                              {Collective::reduce_scatter, ElementFormat::float32},
+                              {Collective::allreduce, ElementFormat::float16},
+                              {Collective::allreduce, ElementFormat::bfloat16},
+                              {Collective::reduce_scatter, chance(0.5) ? ElementFormat::float16 : ElementFormat::bfloat16}};
+  std::vector<PlannedCall> drawn;
+  for (int run = 0, runs = pick(1, 2); run < runs; ++run) {
+    const CallShape shape = shapes[pick(0, 4)];
+    // Elements from 2^k to 2^(k+1) - 1: a few chunks, or a few dozen (chunks of 64).
+    const int k = pick(6, 13);
+    for (int c = 0, n = static_cast<int>(calibration_calls) + pick(1, 3); c < n; ++c) {
+      PlannedCall call;
+      call.shape = shape;
+      call.count = (1ull << k) + static_cast<std::uint64_t>(pick(0, (1 << k) - 1));
+      call.bounded = !chance(0.12);
+      if (shape.scatter_only()) {
+        // Uneven blocks, now and then empty ones (never all: the count is not zero).
+        std::vector<std::uint64_t> weight(static_cast<std::size_t>(ranks));
+        std::uint64_t sum = 0;
+        for (auto& w : weight) sum += w = chance(0.25) ? 0 : static_cast<std::uint64_t>(chance(0.3) ? 4 : pick(1, 8));
+        if (sum == 0) weight[static_cast<std::size_t>(pick(0, ranks - 1))] = sum = 1;
+        std::uint64_t given = 0;
+        for (std::size_t p = 0; p < weight.size(); ++p) call.blocks.push_back(call.count * weight[p] / sum), given += call.blocks.back();
+        for (std::size_t p = weight.size(); p-- > 0;)
+          if (weight[p] != 0) {
+            call.blocks[p] += call.count - given;  // the rounding's remainder
+            break;
+          }
+      }
+      drawn.push_back(call);
+    }
+  }
+  std::shuffle(drawn.begin(), drawn.end(), rng);  // runs interleaved: classes of several shapes at once
+  calls.insert(calls.end(), drawn.begin(), drawn.end());
+  if (chance(0.3)) late.push_back({pick(0, ranks - 1), static_cast<int>(float32_allreduces) + pick(0, static_cast<int>(drawn.size()) - 1),
+                                   std::exp(std::uniform_real_distribution<double>(std::log(1.0), std::log(300.0))(rng))});
 }
 
 std::string FaultSchedule::describe() const {
@@ -77,7 +132,9 @@ std::string FaultSchedule::describe() const {
   o.precision(4);
   o << "seed " << seed << ": " << ranks << " ranks, calibration " << calibration_calls << " call(s)/class, loss budget "
     << loss_budget << " (agreed every " << sync_interval << "), resend rounds " << resend_rounds << "\n  calls:";
-  for (const auto& c : calls) o << " " << c.count << (c.bounded ? "b" : "x");
+  for (std::size_t c = 0; c < float32_allreduces; ++c) o << " " << calls[c].count << (calls[c].bounded ? "b" : "x");
+  o << "\n  then:";
+  for (std::size_t c = float32_allreduces; c < calls.size(); ++c) o << " " << shape_text(calls[c]);
   o << "\n  loss data/control per direction (from>to):";
   for (int f = 0; f < ranks; ++f)
     for (int t = 0; t < ranks; ++t)

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "optireduce/engine/tar/call_shape.hpp"
+
 namespace optireduce::schedules {
 
 struct Outage {
@@ -31,9 +33,15 @@ struct LateEntry {
 };
 
 struct PlannedCall {
-  std::uint64_t count = 0;
+  std::uint64_t count = 0;  // each rank's input (a reduce-scatter's: the sum of its blocks)
   bool bounded = true;  // false: the caller asks for an exact call
+  CallShape shape;      // a float32 allreduce, but for the calls drawn after the rest
+  std::vector<std::uint64_t> blocks;  // a reduce-scatter's count per rank (uneven, zeros allowed)
 };
+
+// "rs.f32 64+0+130b" (a reduce-scatter of float32 over those blocks, bounded allowed),
+// "ar.bf16 300x" (a bfloat16 allreduce of 300 elements, exact asked): one call's shape.
+std::string shape_text(const PlannedCall& call);
 
 struct FaultSchedule {
   std::uint64_t seed = 0;
@@ -42,7 +50,10 @@ struct FaultSchedule {
   double loss_budget = 0.5;
   unsigned sync_interval = 2;
   unsigned resend_rounds = 2;
+  // The first float32_allreduces calls are float32 allreduces; then come 16-bit allreduces and
+  // reduce-scatters, drawn from a stream of their own (draw_other_shapes) after everything else.
   std::vector<PlannedCall> calls;
+  std::size_t float32_allreduces = 0;
   // Per direction (from * ranks + to): the share of data and control messages lost.
   std::vector<double> data_loss, control_loss;
   double duplicate = 0;       // share of messages delivered twice
@@ -58,6 +69,9 @@ struct FaultSchedule {
   double give_up_stall_ms = 0;
 
   static FaultSchedule draw(std::uint64_t seed);
+  // The calls of other shapes (and their late entries), appended: a seed's float32 allreduces
+  // and faults are what they were before these were drawn.
+  void draw_other_shapes();
   std::string describe() const;
 };
 

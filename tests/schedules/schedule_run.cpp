@@ -12,6 +12,7 @@
 #include "optireduce/log.hpp"
 
 #include "optireduce/engine/engine/engine.hpp"
+#include "planned_call.hpp"
 #include "scheduled_network.hpp"
 #include "../unit/inproc_transport.hpp"
 
@@ -103,11 +104,6 @@ class CheckedBootstrap final : public testing::AllgatherBootstrap {
   const std::atomic<int>& call_;
 };
 
-// Integer data: every sum of any subset of the ranks' contributions is exact in float32 whatever
-// the order, and names its subset (rank r contributes 2^r times a factor of the entry).
-float factor(int call, std::uint64_t i) { return static_cast<float>(1 + (i * 7 + static_cast<std::uint64_t>(call) * 3) % 13); }
-float value(int rank, int call, std::uint64_t i) { return static_cast<float>(1 << rank) * factor(call, i); }
-
 // How much later than asked the machine's scheduler runs a thread, sampled all through the run:
 // time the threads lost to other jobs on a shared host, which no deadline of the engine covers.
 class SchedulerDelay {
@@ -145,7 +141,7 @@ class SchedulerDelay {
 struct Seen {
   CallStats stats;
   Clock::time_point entered, left;
-  std::vector<float> out;
+  CallBuffers buffers;
 };
 
 bool is_exact_kind(CallKind k) { return k == CallKind::exact || k == CallKind::calibration || k == CallKind::fallback; }
@@ -203,19 +199,10 @@ SeedOutcome run_seed(const FaultSchedule& s) {
       for (int c = 0; c < calls; ++c) {
         for (const auto& l : s.late)
           if (l.rank == r && l.call == c) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(l.delay_ms));
-        const std::uint64_t count = s.calls[c].count;
-        std::vector<float> in(count);
-        for (std::uint64_t i = 0; i < count; ++i) in[i] = value(r, c, i);
         Seen& o = seen[c][r];
         current[r] = c;
         o.entered = Clock::now();
-        if (c % 2) {  // in place every other call
-          o.out = std::move(in);
-          o.stats = engine.allreduce(o.out.data(), o.out.data(), count, ElementFormat::float32, s.calls[c].bounded);
-        } else {
-          o.out.assign(count, std::nanf(""));
-          o.stats = engine.allreduce(in.data(), o.out.data(), count, ElementFormat::float32, s.calls[c].bounded);
-        }
+        o.stats = run_planned_call(engine, s.calls[c], c, o.buffers);
         o.left = Clock::now();
       }
       agreed[r] = engine.agreed();
@@ -232,15 +219,17 @@ SeedOutcome run_seed(const FaultSchedule& s) {
   bool failed_before = false;
   for (int c = 0; c < calls && made == ranks; ++c) {
     const auto& row = seen[c];
-    const std::uint64_t count = s.calls[c].count;
+    const PlannedCall& planned = s.calls[c];
     auto where = [&](int r) { return "call " + std::to_string(c) + " rank " + std::to_string(r); };
+    // The calls of other shapes name theirs in the table.
+    const std::string shape = static_cast<std::size_t>(c) < s.float32_allreduces ? "" : " (" + shape_text(planned) + ")";
     int ok = 0;
     Clock::time_point last_entry{};
     for (int r = 0; r < ranks; ++r) {
       const auto& o = row[r];
       ok += o.stats.ok();
       last_entry = std::max(last_entry, o.entered);
-      table << "  " << where(r) << ": " << to_string(o.stats.kind) << " " << (o.stats.ok() ? "ok" : "FAILED (" + o.stats.status.text() + ")")
+      table << "  " << where(r) << shape << ": " << to_string(o.stats.kind) << " " << (o.stats.ok() ? "ok" : "FAILED (" + o.stats.status.text() + ")")
             << ", entered " << fabric->job_ms(o.entered) << " ms, left " << fabric->job_ms(o.left) << " ms, deadlines "
             << o.stats.deadline_us[0] << "/" << o.stats.deadline_us[1] << " us, phases " << o.stats.phase_us[0] << "/"
             << o.stats.phase_us[1] << " us, dropped " << o.stats.dropped_entries << ", filled " << o.stats.filled_entries
@@ -262,17 +251,22 @@ SeedOutcome run_seed(const FaultSchedule& s) {
     for (int r = 0; r < ranks; ++r) {
       const auto& o = row[r];
       if (o.stats.kind != kind) problem(where(r) + ": kind " + to_string(o.stats.kind) + ", rank 0's " + to_string(kind));
-      if (std::memcmp(o.out.data(), row[0].out.data(), count * sizeof(float)) != 0)
+      // A reduce-scatter's blocks are each rank's own: only an allreduce's result is the same everywhere.
+      const std::uint64_t count = result_entries(planned, r), first = first_entry(planned, r);
+      if (!planned.shape.scatter_only() &&
+          std::memcmp(o.buffers.out.data(), row[0].buffers.out.data(), count * planned.shape.element_bytes()) != 0)
         problem(where(r) + ": the result differs from rank 0's");
+      if (!tail_intact(planned, r, o.buffers)) problem(where(r) + ": the call wrote past its result");
+      if (o.stats.entries != count) problem(where(r) + ": " + std::to_string(o.stats.entries) + " entries reported, " + std::to_string(count) + " in its result");
       for (int p = 0; p < 2; ++p) budget[p] = std::max(budget[p], o.stats.deadline_us[p]);
       std::uint64_t differing = 0;
       bool subset_sums = true;
       for (std::uint64_t i = 0; i < count; ++i) {
-        const float f = factor(c, i);
-        const float exact = f * static_cast<float>((1 << ranks) - 1);
-        if (o.out[i] != exact) ++differing;
-        const float subset = o.out[i] / f;
-        subset_sums = subset_sums && std::isfinite(o.out[i]) && subset == std::floor(subset) && subset >= 0 && subset < float(1 << ranks);
+        // The exact sum, and each subset's, in float64: every one is exact in the call's format.
+        const double f = factor(c, first + i), got = result_value(planned, o.buffers, i);
+        if (got != f * ((1 << ranks) - 1)) ++differing;
+        const double subset = got / f;
+        subset_sums = subset_sums && std::isfinite(got) && subset == std::floor(subset) && subset >= 0 && subset < (1 << ranks);
       }
       if (!subset_sums) problem(where(r) + ": an entry is no sum of the ranks' contributions (worse than dropping what was missing)");
       if (is_exact_kind(kind) && (differing != 0 || o.stats.dropped_entries != 0))
@@ -293,7 +287,7 @@ SeedOutcome run_seed(const FaultSchedule& s) {
     double allowed_ms = 0;
     for (int p = 0; p < 2; ++p)
       allowed_ms += 2 * DC::stretch_limit_us(budget[p]) + s.resend_rounds * DC::resend_wait_us(budget[p]) + DC::follow_wait_us(budget[p]);
-    allowed_ms += DC::agreement_wait_us(budget[1]) + DC::stall_wait_us(std::max(budget[0], budget[1])) +
+    allowed_ms += DC::agreement_wait_us(budget[planned.shape.scatter_only() ? 0 : 1]) + DC::stall_wait_us(std::max(budget[0], budget[1])) +
                   2 * DC::decision_linger_us(budget[1]);
     allowed_ms /= 1000;
     Clock::time_point last_left{};

@@ -3,9 +3,11 @@
 //  - no hang: every call returns, every collective of the job's own layer is entered by every rank;
 //  - the same outcome on every rank for every call: the same kind, success or failure, and after a
 //    failure the same failure of every later call (they go to the MPI);
-//  - results: exact calls bitwise the exact sum; bounded calls bitwise identical across ranks (the
-//    fill agreement), every entry a sum of a subset of the ranks' contributions (never worse than
-//    dropping what was missing), and every entry that is not the exact sum counted as dropped;
+//  - results (float32 and 16-bit allreduces, and reduce-scatters, whose result is each rank's
+//    block): exact calls bitwise the exact sum; bounded allreduces bitwise identical across ranks
+//    (the fill agreement); every entry a sum of a subset of the ranks' contributions (never worse
+//    than dropping what was missing), every entry that is not the exact sum counted as dropped,
+//    and nothing written past the result (planned_call.hpp: the data);
 //  - every bounded call ends by its hard bound, counted from the last rank's entry; those that
 //    outlast their deadlines, stretches, resend rounds and agreement waits (plus descheduling the
 //    schedule injected, and what the machine's scheduler took from the threads meanwhile,

@@ -124,7 +124,9 @@ TEST(Config, AcceptedTextIsWhatTheParserAccepts) {
   for (const Parameter* p : every_parameter()) {
     const std::string& name = p->info.name;
     Config c;
-    if (p->info.default_text.front() != '(') EXPECT_TRUE(p->apply(c, p->info.default_text)) << name << " default";
+    if (p->info.default_text.front() != '(') {
+      EXPECT_TRUE(p->apply(c, p->info.default_text)) << name << " default";
+    }
     const std::string& accepted = p->info.accepted;
     if (accepted.find(", ") != std::string::npos &&
         accepted.find_first_not_of("abcdefghijklmnopqrstuvwxyz, ") == std::string::npos) {
@@ -133,8 +135,9 @@ TEST(Config, AcceptedTextIsWhatTheParserAccepts) {
       EXPECT_GE(words.size(), 2u) << name;
       for (const auto& word : words) EXPECT_TRUE(p->apply(c, word)) << name << "=" << word;
       EXPECT_FALSE(p->apply(c, words.front() + "x")) << name;
-      if (p->info.default_text.front() != '(')
+      if (p->info.default_text.front() != '(') {
         EXPECT_NE(std::find(words.begin(), words.end(), p->info.default_text), words.end()) << name;
+      }
     }
     const auto to = accepted.find(" to ");
     std::uint64_t lo = 0, hi = 0;
@@ -145,7 +148,9 @@ TEST(Config, AcceptedTextIsWhatTheParserAccepts) {
       EXPECT_TRUE(p->apply(c, std::to_string(lo))) << name << "=" << lo;
       EXPECT_TRUE(p->apply(c, std::to_string(hi))) << name << "=" << hi;
       EXPECT_FALSE(p->apply(c, std::to_string(hi + 1))) << name << "=" << hi + 1;
-      if (lo > 0) EXPECT_FALSE(p->apply(c, std::to_string(lo - 1))) << name << "=" << lo - 1;
+      if (lo > 0) {
+        EXPECT_FALSE(p->apply(c, std::to_string(lo - 1))) << name << "=" << lo - 1;
+      }
     }
   }
   EXPECT_EQ(choices, 10);  // mode, fill, agree fill, hadamard, overlap, transport, step aside, hierarchy, auth, log

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <utility>
 
 #include "optireduce/engine/tar/wire_header.hpp"
 
@@ -85,6 +86,41 @@ TEST(WireHeader, AMissingListsExtentCountsBytesOfTheListNotElements) {
   h.kind = MessageKind::gather_chunk;
   encode(h, bytes);
   EXPECT_FALSE(decode(bytes, d)) << "a chunk past the call's elements";
+}
+
+TEST(WireHeader, EachKindsExtentIsCheckedByItsOwnRule) {
+  // Every kind, with the rule it states: elements of the call, or bytes of a list (whose
+  // geometry FillAgreement::piece_of checks).
+  const std::pair<MessageKind, ExtentRule> kinds[] = {
+      {MessageKind::scatter_chunk, ExtentRule::within_call}, {MessageKind::gather_chunk, ExtentRule::within_call},
+      {MessageKind::peer_done, ExtentRule::within_call},     {MessageKind::missing_list, ExtentRule::list_bytes},
+      {MessageKind::call_failed, ExtentRule::within_call},   {MessageKind::resend_request, ExtentRule::within_call},
+      {MessageKind::alive, ExtentRule::within_call},
+  };
+  static_assert(sizeof kinds / sizeof kinds[0] == static_cast<std::size_t>(MessageKind::alive), "one case per kind");
+  for (const auto& [kind, rule] : kinds) {
+    SCOPED_TRACE(static_cast<int>(kind));
+    EXPECT_EQ(extent_rule(kind), rule);
+    const bool bytes_of_a_list = rule == ExtentRule::list_bytes;
+    WireHeader h = sample();
+    h.kind = kind;
+    h.flags = 0;
+    h.total = 16;
+    std::array<std::byte, WireHeader::kEncodedSize> bytes;
+    WireHeader d;
+    auto decodes = [&](std::uint64_t offset, std::uint32_t length) {
+      h.offset = offset;
+      h.length = length;
+      encode(h, bytes);
+      return decode(bytes, d);
+    };
+    EXPECT_TRUE(decodes(0, 0)) << "offset 0, nothing carried: a done, a failure, a heartbeat";
+    EXPECT_TRUE(decodes(0, 2)) << "a resend request's two chunk indices, a list's first two bytes";
+    EXPECT_TRUE(decodes(12, 4)) << "the last four elements";
+    EXPECT_EQ(decodes(12, 5), bytes_of_a_list) << "one past the call's elements";
+    EXPECT_EQ(decodes(17, 0), bytes_of_a_list) << "an offset past the call's elements";
+    EXPECT_EQ(decodes(~0ull, 1), bytes_of_a_list) << "an extent that overflows";
+  }
 }
 
 TEST(WireHeader, RejectsWhatIsNotOurs) {

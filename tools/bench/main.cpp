@@ -159,13 +159,13 @@ int parse(int argc, char** argv, Options& opt) {
         opt.entries.push_back(model_entry(*find_model(models[i]), scales.size() == 1 ? scales[0] : scales[i],
                                           bucket_mib, first_bucket_mib, compute_ms));
     } else if (opt.mode == "step") {
-      opt.entries.push_back({"step", parse_sizes(buckets)});
+      opt.entries.push_back(named_entry("step", parse_sizes(buckets)));
     } else if (!counts.empty()) {
       const std::uint64_t elem = opt.format == Format::f32 ? 4 : 2;
-      for (auto count : parse_sizes(counts)) opt.entries.push_back({size_name(count) + "-elements", {count * elem}});
+      for (auto count : parse_sizes(counts)) opt.entries.push_back(named_entry(size_name(count) + "-elements", {count * elem}));
     } else {
       const auto list = opt.mode == "sweep" ? sweep_sizes(parse_size(from), parse_size(to), factor) : parse_sizes(sizes);
-      for (auto bytes : list) opt.entries.push_back({size_name(bytes), {bytes}});
+      for (auto bytes : list) opt.entries.push_back(named_entry(size_name(bytes), {bytes}));
     }
     for (auto& e : opt.entries) e.warmup_calls = warmup_calls;
   } catch (const CLI::ParseError& e) {

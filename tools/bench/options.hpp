@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "reduction.hpp"
@@ -24,6 +25,13 @@ struct Entry {
   double scale = 1;
   std::size_t full_buckets = 0;
 };
+
+inline Entry named_entry(std::string name, std::vector<std::uint64_t> buckets) {
+  Entry e;
+  e.name = std::move(name);
+  e.buckets = std::move(buckets);
+  return e;
+}
 
 struct Options {
   std::string mode = "latency";  // latency, sweep, step, model

@@ -1,4 +1,4 @@
-#include "session.hpp"
+#include "process_state.hpp"
 
 #include <atomic>
 #include <cstring>
@@ -62,7 +62,7 @@ std::string open_outputs(const Config& config, int rank) {
 
 }  // namespace
 
-std::string init_session(CallbackBootstrap& world, std::uint32_t flags, std::uint32_t* all_flags, bool* mine_failed) {
+std::string init_process_state(CallbackBootstrap& world, std::uint32_t flags, std::uint32_t* all_flags, bool* mine_failed) {
   std::lock_guard lock(g_lifecycle);
   *mine_failed = false;
   if (g_open.load()) return {};
@@ -114,7 +114,7 @@ std::string init_session(CallbackBootstrap& world, std::uint32_t flags, std::uin
   return {};
 }
 
-bool finalize_session(CallbackBootstrap& world) {
+bool finalize_process_state(CallbackBootstrap& world) {
   std::lock_guard lock(g_lifecycle);
   if (!g_open.load()) return false;
   // Every rank has finished its last engine call before any endpoint closes.
@@ -134,8 +134,8 @@ bool finalize_session(CallbackBootstrap& world) {
   return true;
 }
 
-bool session_open() { return g_open.load(std::memory_order_acquire); }
-const Config& session_config() { return g_config; }
+bool process_state_open() { return g_open.load(std::memory_order_acquire); }
+const Config& process_config() { return g_config; }
 
 void trace_call(const CallStats& call) {
   if (!g_trace.enabled()) return;

@@ -18,18 +18,18 @@ class GroupEngine;
 // Collective over `world`. "" on success; otherwise why not, the same verdict on every rank: the
 // line of the rank it is about (a setting, an output path, settings unlike rank 0's; then
 // *mine_failed), on the others one naming that rank.
-std::string init_session(CallbackBootstrap& world, std::uint32_t flags, std::uint32_t* all_flags, bool* mine_failed);
+std::string init_process_state(CallbackBootstrap& world, std::uint32_t flags, std::uint32_t* all_flags, bool* mine_failed);
 // Collective over `world`. False when not initialised.
-bool finalize_session(CallbackBootstrap& world);
+bool finalize_process_state(CallbackBootstrap& world);
 
-// Between init_session and finalize_session.
-bool session_open();
-// The agreed settings (valid while the session is open).
-const Config& session_config();
+// Between init_process_state and finalize_process_state.
+bool process_state_open();
+// The agreed settings (valid while the process state is open).
+const Config& process_config();
 // Appends the call to OPTIREDUCE_TRACE when it is set.
 void trace_call(const CallStats& call);
 
-// Handles register while they are open, so finalize_session can retire their engines.
+// Handles register while they are open, so finalize_process_state can retire their engines.
 void register_handle(GroupEngine* handle);
 void unregister_handle(GroupEngine* handle);
 // Keeps what a retiring engine did for the report.
