@@ -163,7 +163,7 @@ CallStats Engine::run_flat(TarRequest& call, bool allow_bounded, CallStats stats
     stats = exact_over_bootstrap(call, std::move(stats), start);
     if (stats.ok() && stats.kind != CallKind::exact) stats = probe(call, std::move(stats), stats.latency_us);
   }
-  if (!stats.ok() && stats.transport != "mpi") stats.status = agree_on_failure(stats.status);
+  if (!stats.ok() && stats.transport != "mpi") stats.status = agree_on_failure(stats.status, stats.kind);
   if (stats.ok() && steps_aside) step_aside_.record(cls, aside, stats.latency_us, *state_.bootstrap);
   if (stats.kind == CallKind::bounded && stats.ok()) {
     // Where this call's lists carried the loss window's figures (TarCall::figures_rider), every
@@ -176,7 +176,7 @@ CallStats Engine::run_flat(TarRequest& call, bool allow_bounded, CallStats stats
   return stats;
 }
 
-Status Engine::agree_on_failure(const Status& mine) {
+Status Engine::agree_on_failure(const Status& mine, CallKind kind) {
   using FailureView = EngineState::FailureView;
   // Blob: [when this rank entered the call, ns][what it waited for from each rank].
   const auto ranks = static_cast<std::size_t>(state_.ranks);
@@ -184,15 +184,18 @@ Status Engine::agree_on_failure(const Status& mine) {
   put_le<std::int64_t>(blob.data(), state_.call_entered_ns);
   for (std::size_t p = 0; p < state_.failure_view.size() && p < ranks; ++p) blob[8 + p] = static_cast<std::byte>(state_.failure_view[p]);
   const auto views = state_.bootstrap->allgather(blob);
-  const std::int64_t watchdog_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(state_.options.watchdog).count();
+  // A bounded call's wait ends at its hard deadline (OPTIREDUCE_TIMEOUT_MS), any other's at the watchdog.
+  const bool bounded = kind == CallKind::bounded;
+  const std::chrono::milliseconds limit = bounded ? state_.options.timeout : state_.options.watchdog;
+  const std::int64_t limit_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(limit).count();
   std::int64_t first = INT64_MAX;
   for (const auto& v : views)
     if (v.size() == blob.size()) first = std::min(first, get_le<std::int64_t>(v.data()));
-  // The ranks that were not there when the first rank's watchdog ran out; else those some rank
+  // The ranks that were not there when the first rank's wait ran out; else those some rank
   // waited for to start; else those it waited for to finish.
   std::string names[3];
   for (std::size_t p = 0; p < ranks && p < views.size(); ++p) {
-    if (views[p].size() == blob.size() && get_le<std::int64_t>(views[p].data()) > first + watchdog_ns)
+    if (views[p].size() == blob.size() && get_le<std::int64_t>(views[p].data()) > first + limit_ns)
       names[0] += (names[0].empty() ? "" : ", ") + std::to_string(p);
     bool never = false, unfinished = false;
     for (const auto& v : views) {
@@ -205,8 +208,8 @@ Status Engine::agree_on_failure(const Status& mine) {
   }
   const std::string& silent = !names[0].empty() ? names[0] : !names[1].empty() ? names[1] : names[2];
   if (silent.empty()) return mine;
-  const auto watchdog = std::to_string(state_.options.watchdog.count());
-  return Timeout("ranks " + silent + " did not answer within " + watchdog + " ms (OPTIREDUCE_WATCHDOG_MS=" + watchdog + ")");
+  const auto ms = std::to_string(limit.count());
+  return Timeout("ranks " + silent + " did not answer within " + ms + " ms (" + (bounded ? "OPTIREDUCE_TIMEOUT_MS=" : "OPTIREDUCE_WATCHDOG_MS=") + ms + ")");
 }
 
 CallStats Engine::run_tar(TransportPath& path, const TarRequest& request, CallStats stats, Clock::time_point start) {

@@ -130,7 +130,7 @@ class Engine {
   void drain_bounded_sends();
   // After a call failed here, on every rank (each fails the same call, by its watchdog or by a
   // peer's notice): the ranks exchange what they waited for, and all report the same ranks.
-  Status agree_on_failure(const Status& mine);
+  Status agree_on_failure(const Status& mine, CallKind kind);
 
   EngineState state_;
   // After the state: destroyed first, so sends they still progress never read freed staging.
