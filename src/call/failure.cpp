@@ -75,12 +75,11 @@ void TarCall::repeat_notice() {
   const auto until = std::max(Clock::now(), hard_deadline_) + 2 * spread + us_duration(DeadlineController::notice_wait_us());
   std::vector<char> failed(static_cast<std::size_t>(s_.ranks), 0);
   failed[static_cast<std::size_t>(s_.rank)] = 1;
+  // A notice of this call, or of a later one from a peer that went on: that peer failed too.
   auto handler = [&](const InboundMessage& m) {
-    WireHeader h;
-    if (!decode(m.header, h) || h.kind != MessageKind::call_failed || h.comm_id != s_.comm_id || h.epoch < s_.epoch ||
-        h.source >= failed.size() || m.source != static_cast<int>(h.source))
-      return;
-    failed[h.source] = 1;
+    const Inbound in = classify(m, view());
+    if (in.header.kind == MessageKind::call_failed && (in.kind == InboundKind::call_failed || in.kind == InboundKind::early))
+      failed[in.header.source] = 1;
   };
   auto every_peer_failed = [&] { return std::all_of(failed.begin(), failed.end(), [](char f) { return f != 0; }); };
   auto gap = us_duration(kNoticeRepeatFirstUs);

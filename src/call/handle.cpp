@@ -6,10 +6,13 @@
 
 namespace optireduce {
 
+CallView TarCall::view() const {
+  return {s_.rank, s_.ranks, s_.comm_id, s_.epoch, s_.in_call, &s_.layout, s_.shape.index(), s_.shape.element_bytes(),
+          s_.shape.scatter_only()};
+}
+
 void TarCall::handle(const InboundMessage& message) {
-  CallView view{s_.rank, s_.ranks, s_.comm_id, s_.epoch, s_.in_call, &s_.layout,
-                s_.shape.index(), s_.shape.element_bytes(), s_.shape.scatter_only()};
-  const Inbound in = classify(message, view);
+  const Inbound in = classify(message, view());
   if (in.kind == InboundKind::malformed) {
     ++s_.rejects.malformed;
     return;

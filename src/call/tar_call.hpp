@@ -208,6 +208,8 @@ class TarCall {
   bool peers_served() const;
   // The first message of this call from a peer: it has entered the call.
   void note_heard(std::uint32_t source, Clock::time_point arrived);
+  // What classify() needs to know of the call in progress (or the last one).
+  CallView view() const;
   // Until when what a phase still lacks is late rather than lost (min() when it may be lost):
   // over a transport that delivers everything, or while a peer nothing of this call came from
   // has not entered it yet (a checkpoint, an evaluation, a descheduled process), the hard cap;
