@@ -90,8 +90,8 @@ void HostStages::mark_progress() {
   segment_.counter(me_, 4).store(call_, std::memory_order_release);
 }
 
-Status HostStages::all_gather(const float* reduced, ElementRange mine, float* output, std::size_t elements,
-                              Clock::time_point deadline, bool failed, std::uint64_t* dropped, Clock::duration grace) {
+Status HostStages::all_gather_range(const float* reduced, ElementRange mine, float* output, ElementRange wanted,
+                                    Clock::time_point deadline, bool failed, std::uint64_t* dropped, Clock::duration grace) {
   auto* result = reinterpret_cast<float*>(segment_.result());
   const bool in_place = reduced == result + mine.begin;
   // A failed part fails the host's verdict (its flag is read with its counter): nobody copies this
@@ -112,8 +112,8 @@ Status HostStages::all_gather(const float* reduced, ElementRange mine, float* ou
     *dropped = 0;
     for (int k = 0; k < segment_.local_ranks(); ++k) *dropped += segment_.counter(k, 3).load(std::memory_order_relaxed);
   }
-  std::memcpy(output, result, elements * sizeof(float));
-  bytes_ += ((in_place ? 0 : mine.size()) + elements) * sizeof(float);  // (a failed part returned above)
+  if (wanted.size()) std::memcpy(output, result + wanted.begin, wanted.size() * sizeof(float));
+  bytes_ += ((in_place ? 0 : mine.size()) + wanted.size()) * sizeof(float);  // (a failed part returned above)
   return {};
 }
 

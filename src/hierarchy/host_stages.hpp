@@ -43,7 +43,13 @@ class HostStages {
   // local rank alike. `dropped`: in, the entries this rank's exchanges left out; out, those of
   // every local rank (each slice has one holder on the host: the host's sum is the whole call's).
   Status all_gather(const float* reduced, ElementRange mine, float* output, std::size_t elements, Clock::time_point deadline,
-                    bool failed = false, std::uint64_t* dropped = nullptr, Clock::duration grace = Clock::duration::zero());
+                    bool failed = false, std::uint64_t* dropped = nullptr, Clock::duration grace = Clock::duration::zero()) {
+    return all_gather_range(reduced, mine, output, {0, elements}, deadline, failed, dropped, grace);
+  }
+  // The same, `output` receiving only the result's `wanted` range (a reduce-scatter's block: the
+  // host's result holds every local rank's, each written by the holders of its slices).
+  Status all_gather_range(const float* reduced, ElementRange mine, float* output, ElementRange wanted, Clock::time_point deadline,
+                          bool failed = false, std::uint64_t* dropped = nullptr, Clock::duration grace = Clock::duration::zero());
 
   // Bytes this rank wrote to and read from the segment (the report's shared-memory bytes).
   std::uint64_t shared_memory_bytes() const { return bytes_; }

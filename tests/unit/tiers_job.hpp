@@ -6,6 +6,8 @@
 
 #include <functional>
 #include <memory>
+#include <numeric>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -29,6 +31,7 @@ inline std::vector<float> tiers_exact_sum(int ranks, int call, std::uint64_t cou
 
 struct TiersJob {
   std::vector<int> counts;  // ranks per host
+  std::vector<std::string> names;  // or, where given, the host of each rank
   int calls = 3;
   std::uint64_t count = 10000;
   EngineOptions options;
@@ -39,6 +42,9 @@ struct TiersJob {
   bool bounded = false;           // the calls allow deadlines
   bool exact_over_mpi = false;    // the slices' engines have no exact transport: the bootstrap's
   std::function<std::uint64_t(int call)> count_of;      // null: `count` in every call
+  // Where given, every call is a float32 reduce-scatter of these blocks (one per rank; `count`
+  // and count_of unused), and each result is the rank's block.
+  std::function<std::vector<std::uint64_t>(int call)> blocks_of;
   std::function<void(int rank, int call, const Engine&)> before_call;
   std::function<void(int rank)> left_early;  // a rank whose engine or tiers could not be made
 };
@@ -51,7 +57,7 @@ struct TiersOutcome {
 
 // Every call in place on every rank (after a failure too: those fail at once).
 inline TiersOutcome run_tiers_job(const TiersJob& job) {
-  const Placement placement = placement_from_counts(job.counts);
+  const Placement placement = job.names.empty() ? placement_from_counts(job.counts) : placement_from_names(job.names);
   const int ranks = placement.ranks(), calls = job.calls;
   auto fabric = std::make_shared<InProcFabric>(ranks);
   TiersOutcome out;
@@ -82,11 +88,23 @@ inline TiersOutcome run_tiers_job(const TiersJob& job) {
       }
       tiered[static_cast<std::size_t>(r)] = 1;
       for (int c = 0; c < calls; ++c) {
-        const std::uint64_t count = job.count_of ? job.count_of(c) : job.count;
+        const std::vector<std::uint64_t> blocks = job.blocks_of ? job.blocks_of(c) : std::vector<std::uint64_t>{};
+        const std::uint64_t count = job.blocks_of ? std::accumulate(blocks.begin(), blocks.end(), std::uint64_t{0})
+                                    : job.count_of ? job.count_of(c)
+                                                   : job.count;
         std::vector<float> buffer(count);
         for (std::uint64_t i = 0; i < count; ++i) buffer[i] = tiers_value(r, c, i);
         if (job.before_call) job.before_call(r, c, *engine);
         const std::size_t at = static_cast<std::size_t>(c * ranks + r);
+        if (job.blocks_of) {
+          // In place on odd calls: the block at the buffer's start.
+          std::vector<float> block(blocks[static_cast<std::size_t>(r)], -1.0f);
+          out.stats[at] = engine->reduce_scatter(buffer.data(), c % 2 ? buffer.data() : block.data(), blocks,
+                                                 ElementFormat::float32, job.bounded);
+          if (c % 2) std::copy(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(block.size()), block.begin());
+          out.results[at] = std::move(block);
+          continue;
+        }
         out.stats[at] = engine->allreduce_sum(buffer.data(), buffer.data(), count, job.bounded);
         out.results[at] = std::move(buffer);
       }
