@@ -84,9 +84,9 @@ CallStats Engine::reduce_scatter(const void* input, void* output, std::span<cons
   return stats;
 }
 
-CallStats Engine::reduce_scatter_sum(const float* input, float* output, std::span<const std::uint64_t> counts, bool bounded,
-                                     const Status& failed_here) {
-  return scatter_call(input, output, counts, ElementFormat::float32, bounded, failed_here, true);
+CallStats Engine::reduce_scatter(const void* input, void* output, std::span<const std::uint64_t> counts, ElementFormat format,
+                                 bool bounded, const Status& failed_here) {
+  return scatter_call(input, output, counts, format, bounded, failed_here, true);
 }
 
 CallStats Engine::scatter_call(const void* input, void* output, std::span<const std::uint64_t> counts, ElementFormat format,
@@ -108,11 +108,13 @@ CallStats Engine::scatter_call(const void* input, void* output, std::span<const 
   return run_call(call, allow_bounded);
 }
 
-CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t count, bool bounded, const Status& failed_here) {
+CallStats Engine::allreduce(const void* input, void* output, std::uint64_t count, ElementFormat format, bool bounded,
+                            const Status& failed_here) {
   TarRequest call;
   call.input = input;
   call.output = output;
   call.count = count;
+  call.shape = {Collective::allreduce, format};
   call.failed_here = failed_here;
   return run_call(call, bounded);
 }
@@ -126,22 +128,19 @@ CallStats Engine::run_call(TarRequest call, bool allow_bounded) {
     stats.status = PeerError("an earlier call on this communicator failed");
     return stats;
   }
-  if (tiers_ && call.shape == CallShape{} && call.count > 0) {
-    // Three stages: each slice's engine decides its own kind and agrees its own failures, and
-    // every rank of every host learns of any (hierarchy/host_tiers.hpp). An empty call has no
-    // slice to carry a host's failure to the others: it stays flat.
+  if (tiers_ && call.shape.collective == Collective::allreduce && call.count > 0) {
+    // Three stages, for every format: each slice's engine decides its own kind and agrees its own
+    // failures, and every rank of every host learns of any (hierarchy/host_tiers.hpp). An empty
+    // call has no slice to carry a host's failure to the others: it stays flat.
     stats.sequence = ++state_.calls;
-    stats = tiers_->allreduce(static_cast<const float*>(call.input), static_cast<float*>(call.output), call.count,
-                              allow_bounded, std::move(stats), start);
-    state_.largest_call_bytes = std::max<std::size_t>(state_.largest_call_bytes, call.count * sizeof(float));
-  } else if (tiers_ && call.shape == CallShape{Collective::reduce_scatter, ElementFormat::float32} && call.count > 0 &&
-             tiers_->takes_reduce_scatter(call.blocks)) {
+    stats = tiers_->allreduce(call.input, call.output, call.count, call.shape.format, allow_bounded, std::move(stats), start);
+    state_.largest_call_bytes = std::max<std::size_t>(state_.largest_call_bytes, call.count * call.shape.element_bytes());
+  } else if (tiers_ && call.shape.scatter_only() && call.count > 0 && tiers_->takes_reduce_scatter(call.blocks)) {
     // The same, a reduce-scatter (hierarchy/host_reduce_scatter.cpp): every host holds a part,
     // so every host hears of a failure.
     stats.sequence = ++state_.calls;
-    stats = tiers_->reduce_scatter(static_cast<const float*>(call.input), static_cast<float*>(call.output), call.blocks,
-                                   allow_bounded, std::move(stats), start);
-    state_.largest_call_bytes = std::max<std::size_t>(state_.largest_call_bytes, call.count * sizeof(float));
+    stats = tiers_->reduce_scatter(call.input, call.output, call.blocks, call.shape.format, allow_bounded, std::move(stats), start);
+    state_.largest_call_bytes = std::max<std::size_t>(state_.largest_call_bytes, call.count * call.shape.element_bytes());
   } else {
     stats = run_flat(call, allow_bounded, std::move(stats), start);
   }

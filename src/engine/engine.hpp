@@ -49,10 +49,11 @@ class Engine {
   CallStats allreduce_sum(const float* input, float* output, std::uint64_t count, bool bounded = false) {
     return allreduce(input, output, count, ElementFormat::float32, bounded);
   }
-  // The same float32 allreduce on a rank whose caller failed its part before it (`failed_here`
-  // not ok: its input is not to be used). The call fails on every rank: here with `failed_here`,
-  // on the peers by this rank's notice or their own deadlines (hierarchy/host_tiers.hpp).
-  CallStats allreduce_sum(const float* input, float* output, std::uint64_t count, bool bounded, const Status& failed_here);
+  // The same allreduce on a rank whose caller failed its part before it (`failed_here` not ok: its
+  // input is not to be used). The call fails on every rank: here with `failed_here`, on the peers
+  // by this rank's notice or their own deadlines (hierarchy/host_tiers.hpp).
+  CallStats allreduce(const void* input, void* output, std::uint64_t count, ElementFormat format, bool bounded,
+                      const Status& failed_here);
   // Rank r's block of the sum over ranks: `input` holds every rank's block in rank order
   // (counts[p] elements for rank p: one count per rank, the same on every rank, zeros allowed),
   // `output` receives the sum of block r (counts[r] elements). In place (input == output) the
@@ -60,17 +61,17 @@ class Engine {
   // what is still missing at the deadline is left out of the sum (never rescaled) and counted.
   CallStats reduce_scatter(const void* input, void* output, std::span<const std::uint64_t> counts, ElementFormat format,
                            bool bounded = false);
-  // The float32 reduce-scatter of one slice's exchange in a three-stage call
+  // The same, as one slice's exchange in a three-stage reduce-scatter
   // (hierarchy/host_reduce_scatter.cpp): a rank whose caller failed its part enters flagged (as
-  // allreduce_sum above); the ranks do not leave together where a block is empty (the host
-  // stages hold them), and each stays until every rank closed its block (or the call failed), so
-  // that none leaves it succeeded while another failed it.
-  CallStats reduce_scatter_sum(const float* input, float* output, std::span<const std::uint64_t> counts, bool bounded,
-                               const Status& failed_here);
+  // the allreduce above); the ranks do not leave together where a block is empty (the host stages
+  // hold them), and each stays until every rank closed its block (or the call failed), so that
+  // none leaves it succeeded while another failed it.
+  CallStats reduce_scatter(const void* input, void* output, std::span<const std::uint64_t> counts, ElementFormat format,
+                           bool bounded, const Status& failed_here);
 
-  // Collective: from here on a float32 allreduce runs in three stages over `placement`
+  // Collective: from here on an allreduce (of any format) runs in three stages over `placement`
   // (hierarchy/host_tiers.hpp), each slice's exchange over an engine `make` gives, and so does a
-  // float32 reduce-scatter where HostTiers::takes_reduce_scatter; 16-bit formats stay flat. On any rank's failure every rank stays flat and gets it back.
+  // reduce-scatter where HostTiers::takes_reduce_scatter. On any rank's failure every rank stays flat and gets it back.
   // Engine::create above does this where hierarchy/shape.hpp says the placement calls for it.
   Status enable_hierarchy(const Placement& placement, const HostTiers::MakeEngine& make);
   // Null while the calls are flat.
@@ -111,7 +112,7 @@ class Engine {
   static TransportPath* bounded_of(const Paths& paths) { return paths.bounded ? paths.bounded.get() : paths.exact.get(); }
   TransportPath* bounded_path() { return bounded_of(paths_); }
   CallKind choose_kind(unsigned call_class) const;
-  // A reduce-scatter, checked: `slice_exchange` for reduce_scatter_sum.
+  // A reduce-scatter, checked: `slice_exchange` for the exchange of a slice.
   CallStats scatter_call(const void* input, void* output, std::span<const std::uint64_t> counts, ElementFormat format,
                          bool allow_bounded, const Status& failed_here, bool slice_exchange);
   // Either operation: `call` names the buffers, the shape, the count and the class.

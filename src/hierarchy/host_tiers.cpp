@@ -6,11 +6,11 @@
 #include "optireduce/engine/clock_us.hpp"
 #include "optireduce/engine/engine/engine.hpp"
 #include "optireduce/engine/hierarchy/scatter_map.hpp"
+#include "optireduce/engine/hierarchy/host_sum.hpp"
 
 namespace optireduce {
 namespace {
 
-// Cuts fall on multiples of a cache line of floats, so no two local ranks write one line.
 // The smallest slot a host's segment gets; it grows by doubling past it.
 constexpr std::size_t kFirstSlotBytes = std::size_t{1} << 20;
 
@@ -105,37 +105,41 @@ Status HostTiers::fit_segment(std::size_t bytes, Clock::time_point deadline) {
   return {};
 }
 
-HostTiers::HostSums HostTiers::reduce_in_host(const float* input, float* whole, std::size_t elements, ElementRange mine,
-                                               Clock::time_point deadline) {
+HostTiers::HostSums HostTiers::reduce_in_host(const void* input, void* whole, std::size_t elements, ElementRange mine,
+                                               ElementFormat format, Clock::time_point deadline) {
   // This rank's range summed over its host, failed on every local rank alike where it failed on
   // one (its verdict). A host of one rank has nothing to sum: its slices are exchanged in `whole`.
-  HostSums sums{whole, 0, {}};
+  const std::size_t size = element_bytes(format);
+  HostSums sums{static_cast<std::byte*>(whole), 0, {}};
   if (local_ranks_ == 1) {
-    if (input != whole) std::memcpy(whole, input, elements * sizeof(float));
+    if (input != whole) std::memcpy(whole, input, elements * size);
     return sums;
   }
-  reduced_.resize(std::max<std::size_t>(mine.size(), 1));
+  reduced_.resize(std::max<std::size_t>(mine.size(), 1) * size);
   sums.work = reduced_.data(), sums.begin = mine.begin;
-  sums.failure = fit_segment(elements * sizeof(float), deadline);
+  sums.failure = fit_segment(elements * size, deadline);
   // The sum goes straight to this rank's range of the host's result area, where the exchanges
   // then run and the all-gather finds it; after a failure the exchanges (which fail too) run in
   // reduced_, leaving the result area to local ranks that may still copy the last call's.
-  if (sums.failure.ok()) sums.failure = stages_->reduce_scatter(input, elements, mine, stages_->result_range(mine), deadline);
-  if (sums.failure.ok()) sums.work = stages_->result_range(mine);
+  if (sums.failure.ok())
+    sums.failure = stages_->reduce_scatter(input, elements, mine, stages_->result_range(mine, format), deadline, format);
+  if (sums.failure.ok()) sums.work = static_cast<std::byte*>(stages_->result_range(mine, format));
   return sums;
 }
 
-Status HostTiers::exchange_slices(const HostSums& sums, std::size_t elements, CallStats& stats, const Exchange& exchange) {
+Status HostTiers::exchange_slices(const HostSums& sums, std::size_t elements, ElementFormat format, CallStats& stats,
+                                  const Exchange& exchange) {
   // Each of this rank's slices across hosts, in buffer order, run even after a failure: failed
   // then, so that the slice's holders on every other host fail the call too.
+  const std::size_t size = element_bytes(format);
   Status failure = sums.failure;
   const std::uint64_t sent_before = transport_counters().bytes_sent;
   bool first = true;
   for (std::size_t i = 0; i < my_slices_.size(); ++i) {
-    const ElementRange r = slices_.elements_of(my_slices_[i], elements, kGranule);
+    const ElementRange r = slices_.elements_of(my_slices_[i], elements, host_granule(format));
     if (r.size() == 0) continue;  // every holder sees it empty alike
     if (stages_) stages_->mark_progress();
-    const CallStats one = exchange(*engines_[i], sums.work + (r.begin - sums.begin), r, failure);
+    const CallStats one = exchange(*engines_[i], sums.work + (r.begin - sums.begin) * size, r, failure);
     if (!one.ok() && failure.ok()) failure = one.status;
     stats.dropped_entries += one.dropped_entries;
     stats.filled_entries += one.filled_entries;
@@ -155,20 +159,20 @@ Status HostTiers::exchange_slices(const HostSums& sums, std::size_t elements, Ca
   return failure;
 }
 
-CallStats HostTiers::allreduce(const float* input, float* output, std::uint64_t count, bool bounded, CallStats stats,
-                               Clock::time_point start) {
+CallStats HostTiers::allreduce(const void* input, void* output, std::uint64_t count, ElementFormat format, bool bounded,
+                               CallStats stats, Clock::time_point start) {
   const auto deadline = start + watchdog_;
   const auto elements = static_cast<std::size_t>(count);
-  const ElementRange mine = local_range(local_index_, local_ranks_, elements, kGranule);
+  const ElementRange mine = local_range(local_index_, local_ranks_, elements, host_granule(format));
   stats.stages.hierarchical = true;
   const std::uint64_t shm_before = shared_memory_bytes();
-  // Stage 1: this rank's range summed over its host.
-  const HostSums sums = reduce_in_host(input, output, elements, mine, deadline);
+  // Stage 1: this rank's range summed over its host (a host of one rank: in the output).
+  const HostSums sums = reduce_in_host(input, output, elements, mine, format, deadline);
   const double reduced_at = us_since(start);
   stats.stages.host_reduce_us = reduced_at;
   // Stage 2: each slice's allreduce among its holders.
-  Status failure = exchange_slices(sums, elements, stats, [bounded](Engine& engine, float* at, ElementRange r, const Status& failed) {
-    return engine.allreduce_sum(at, at, r.size(), bounded, failed);
+  Status failure = exchange_slices(sums, elements, format, stats, [&](Engine& engine, std::byte* at, ElementRange r, const Status& failed) {
+    return engine.allreduce(at, at, r.size(), format, bounded, failed);
   });
   const double exchanged_at = us_since(start);
   stats.stages.exchange_us = exchanged_at - reduced_at;
@@ -176,7 +180,7 @@ CallStats HostTiers::allreduce(const float* input, float* output, std::uint64_t 
   if (local_ranks_ > 1 && stages_) {
     // The call's dropped entries: every slice's, the same count on every rank.
     const Status gathered = stages_->all_gather(sums.work, mine, output, elements, deadline, !failure.ok(),
-                                                &stats.dropped_entries, exchange_grace_);
+                                                &stats.dropped_entries, exchange_grace_, format);
     if (failure.ok()) failure = gathered;
   }
   finish_stats(stats, shm_before, exchanged_at, start, failure);
@@ -199,7 +203,7 @@ TransportCounters HostTiers::transport_counters() const {
 }
 
 std::size_t HostTiers::buffer_bytes() const {
-  std::size_t bytes = reduced_.capacity() * sizeof(float);
+  std::size_t bytes = reduced_.capacity();
   for (const auto& e : engines_)
     if (e) bytes += e->buffer_bytes();
   return bytes;

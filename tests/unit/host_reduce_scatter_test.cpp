@@ -8,7 +8,7 @@
 //    ranks are not consecutive, and calls where a host owns nothing, are named as flat;
 //  - exact calls give each rank the exact sum of its block (small integers), for even and
 //    uneven placements, uneven blocks with empty ones, blocks shorter than the slices, in place
-//    and not; the calls say they ran in three stages (or flat, where they must);
+//    and not, float32 and 16-bit; the calls say they ran in three stages (or flat, where they must);
 //  - bounded calls under cross-host loss: every entry is the sum of its own host's part and some
 //    other hosts' (a lost contribution left out, never rescaled), and every wrong one is counted;
 //  - a failure inside one host fails the call on every rank of every host;
@@ -37,7 +37,7 @@ using testing::InProcNetwork;
 using testing::TiersJob;
 using testing::TiersOutcome;
 
-constexpr std::size_t kGranule = 16;  // HostTiers' cut granule
+constexpr std::size_t kGranule = 16;  // the cut granule of float32 calls (host_granule)
 
 // For every slice of `counts` over `blocks`: the pieces tile the slice in host order; each host's
 // pieces tile its part; and each host sends B − B_h and receives (H−1)·B_h over its link.
@@ -125,7 +125,7 @@ void expect_exact_blocks(TiersJob job, const std::vector<std::uint64_t>& blocks,
       ASSERT_TRUE(out.stats[at].ok()) << "rank " << r << " call " << c << ": " << out.stats[at].status.text();
       EXPECT_EQ(out.stats[at].stages.hierarchical, hierarchical) << "rank " << r << " call " << c;
       EXPECT_EQ(out.stats[at].entries, blocks[static_cast<std::size_t>(r)]);
-      EXPECT_EQ(out.stats[at].shape, (CallShape{Collective::reduce_scatter, ElementFormat::float32}));
+      EXPECT_EQ(out.stats[at].shape, (CallShape{Collective::reduce_scatter, job.format}));
       ASSERT_EQ(out.results[at], block_sum(blocks, r, c)) << "rank " << r << " call " << c;
     }
 }
@@ -141,6 +141,18 @@ TEST(HostReduceScatter, ExactEvenThreeHostsOfTwo) { expect_exact_blocks(counts_j
 TEST(HostReduceScatter, ExactUnevenBlocksWithEmptyOnes) {
   expect_exact_blocks(counts_job({3, 2}), {1000, 0, 3001, 17, 2000}, true);
   expect_exact_blocks(counts_job({1, 3, 2}), {7, 0, 5, 9000, 0, 333}, true);
+}
+// 16-bit elements: the host stages and the exchanges carry them as they do an allreduce's; small
+// integers stay exact.
+TEST(HostReduceScatter, ExactFloat16) {
+  TiersJob job = counts_job({3, 2});
+  job.format = ElementFormat::float16;
+  expect_exact_blocks(job, {1000, 0, 3001, 17, 2000}, true);
+}
+TEST(HostReduceScatter, ExactBfloat16) {
+  TiersJob job = counts_job({2, 2});
+  job.format = ElementFormat::bfloat16;
+  expect_exact_blocks(job, std::vector<std::uint64_t>(4, 2500), true);
 }
 TEST(HostReduceScatter, ExactBlocksShorterThanTheSlices) { expect_exact_blocks(counts_job({3, 2}), {1, 0, 2, 1, 1}, true); }
 TEST(HostReduceScatter, ExactOverTheJobsMpi) {
@@ -274,7 +286,7 @@ std::vector<CallStats> run_exchange(bool fails_on_1, bool late_1) {
       std::vector<float> input(1000, static_cast<float>(r + 1)), output(1000, 0.0f);
       if (r == 1 && late_1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
       const Status failed = r == 1 && fails_on_1 ? Invalid("this rank's host failed") : Status{};
-      stats[static_cast<std::size_t>(r)] = engine->reduce_scatter_sum(input.data(), output.data(), blocks, false, failed);
+      stats[static_cast<std::size_t>(r)] = engine->reduce_scatter(input.data(), output.data(), blocks, ElementFormat::float32, false, failed);
       if (r == 1 && stats[1].ok()) {
         EXPECT_EQ(output, std::vector<float>(1000, 3.0f));
       }

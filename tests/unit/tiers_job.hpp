@@ -1,7 +1,8 @@
 // An in-process job of the three-stage call (hierarchy/host_tiers.hpp) for the unit tests: ranks
 // as threads, "hosts" that share a real POSIX shared-memory segment, each slice's exchange a real
 // engine over the in-process transport (an exact one, and where a network is given a lossy one
-// for its bounded calls).
+// for its bounded calls). The calls are float32 allreduces, or 16-bit ones (`format`): each rank's
+// values then rounded to the format, its results widened back to float32 (exactly).
 #pragma once
 
 #include <functional>
@@ -11,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "optireduce/elements/convert.hpp"
 #include "optireduce/engine/engine/engine.hpp"
 #include "optireduce/engine/hierarchy/placement.hpp"
 #include "inproc_transport.hpp"
@@ -42,9 +44,11 @@ struct TiersJob {
   bool bounded = false;           // the calls allow deadlines
   bool exact_over_mpi = false;    // the slices' engines have no exact transport: the bootstrap's
   std::function<std::uint64_t(int call)> count_of;      // null: `count` in every call
-  // Where given, every call is a float32 reduce-scatter of these blocks (one per rank; `count`
-  // and count_of unused), and each result is the rank's block.
+  // Where given, every call is a reduce-scatter of these blocks (one per rank; `count` and
+  // count_of unused), and each result is the rank's block.
   std::function<std::vector<std::uint64_t>(int call)> blocks_of;
+  ElementFormat format = ElementFormat::float32;         // of every call
+  std::function<float(int rank, int call, std::uint64_t i)> value_of;  // null: tiers_value
   std::function<void(int rank, int call, const Engine&)> before_call;
   std::function<void(int rank)> left_early;  // a rank whose engine or tiers could not be made
 };
@@ -92,21 +96,29 @@ inline TiersOutcome run_tiers_job(const TiersJob& job) {
         const std::uint64_t count = job.blocks_of ? std::accumulate(blocks.begin(), blocks.end(), std::uint64_t{0})
                                     : job.count_of ? job.count_of(c)
                                                    : job.count;
-        std::vector<float> buffer(count);
-        for (std::uint64_t i = 0; i < count; ++i) buffer[i] = tiers_value(r, c, i);
+        std::vector<float> values(count);
+        for (std::uint64_t i = 0; i < count; ++i) values[i] = job.value_of ? job.value_of(r, c, i) : tiers_value(r, c, i);
+        const bool wide = job.format == ElementFormat::float32;
+        std::vector<std::uint16_t> half(wide ? 0 : count);
+        if (!wide) narrow(job.format, values.data(), half.data(), count);
+        void* buffer = wide ? static_cast<void*>(values.data()) : half.data();
         if (job.before_call) job.before_call(r, c, *engine);
         const std::size_t at = static_cast<std::size_t>(c * ranks + r);
         if (job.blocks_of) {
           // In place on odd calls: the block at the buffer's start.
-          std::vector<float> block(blocks[static_cast<std::size_t>(r)], -1.0f);
-          out.stats[at] = engine->reduce_scatter(buffer.data(), c % 2 ? buffer.data() : block.data(), blocks,
-                                                 ElementFormat::float32, job.bounded);
-          if (c % 2) std::copy(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(block.size()), block.begin());
+          const std::uint64_t mine = blocks[static_cast<std::size_t>(r)];
+          std::vector<std::uint16_t> half_block(wide ? 0 : mine);
+          std::vector<float> block(mine, -1.0f);
+          void* output = c % 2 ? buffer : wide ? static_cast<void*>(block.data()) : half_block.data();
+          out.stats[at] = engine->reduce_scatter(buffer, output, blocks, job.format, job.bounded);
+          if (!wide) widen(job.format, c % 2 ? half.data() : half_block.data(), block.data(), mine);
+          else if (c % 2) std::copy(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mine), block.begin());
           out.results[at] = std::move(block);
           continue;
         }
-        out.stats[at] = engine->allreduce_sum(buffer.data(), buffer.data(), count, job.bounded);
-        out.results[at] = std::move(buffer);
+        out.stats[at] = engine->allreduce(buffer, buffer, count, job.format, job.bounded);
+        if (!wide) widen(job.format, half.data(), values.data(), count);
+        out.results[at] = std::move(values);
       }
     });
   for (auto& t : threads) t.join();
