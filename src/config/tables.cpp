@@ -264,13 +264,14 @@ const std::vector<Parameter>& transport_parameters() {
              "calls (the report's mpi_calls; never a fallback); off: the engine carries every call, bounded ones too. "
              "Hold UCX off shared memory (OPTIREDUCE_UCX_TLS=tcp) to emulate a network on one host"),
       choice("OPTIREDUCE_HIERARCHY", &Config::hierarchy, {{"auto", HierarchyMode::automatic}, {"off", HierarchyMode::off}},
-             "auto: where a communicator spans several hosts and some host holds two or more of its ranks, a float32 "
-             "allreduce runs in three stages: an exact reduce-scatter over shared memory inside each host, one TAR per "
+             "auto: where a communicator spans several hosts and some host holds two or more of its ranks, an "
+             "allreduce (float32, float16 or bfloat16) runs in three stages: an exact reduce-scatter over shared memory "
+             "inside each host (16-bit elements summed in float32 and rounded once), one TAR per "
              "slice across hosts among the ranks holding it (bounded or exact as the call is, with its own calibration, "
              "deadlines and resends), an exact all-gather inside each host (each host's link then carries 2·B·(H-1)/H, "
              "not about L times that); `optireduce-info --placement 3,2,2` shows the shape auto picks and why. "
-             "Float16/bfloat16 allreduces and reduce-scatters stay flat. The torch backend takes it as MPI jobs do, under "
-             "mpirun and launched as torchrun launches (its gloo bootstrap splits a group per slice over the job's store). "
+             "Reduce-scatters stay flat. The torch backend takes it as MPI jobs do, under mpirun and launched as "
+             "torchrun launches (its gloo bootstrap splits a group per slice over the job's store). "
              "off: one flat TAR over every rank"),
       // The udp transport's own.
       setting("OPTIREDUCE_UDP_IFACE", "(auto)", interface_name(&TransportSettings::udp, "eth0"),

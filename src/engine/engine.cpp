@@ -95,11 +95,13 @@ CallStats Engine::reduce_scatter(const void* input, void* output, std::span<cons
   return stats;
 }
 
-CallStats Engine::allreduce_sum(const float* input, float* output, std::uint64_t count, bool bounded, const Status& failed_here) {
+CallStats Engine::allreduce(const void* input, void* output, std::uint64_t count, ElementFormat format, bool bounded,
+                            const Status& failed_here) {
   TarRequest call;
   call.input = input;
   call.output = output;
   call.count = count;
+  call.shape = {Collective::allreduce, format};
   call.failed_here = failed_here;
   return run_call(call, bounded);
 }
@@ -113,14 +115,13 @@ CallStats Engine::run_call(TarRequest call, bool allow_bounded) {
     stats.status = PeerError("an earlier call on this communicator failed");
     return stats;
   }
-  if (tiers_ && call.shape == CallShape{} && call.count > 0) {
-    // Three stages: each slice's engine decides its own kind and agrees its own failures, and
-    // every rank of every host learns of any (hierarchy/host_tiers.hpp). An empty call has no
-    // slice to carry a host's failure to the others: it stays flat.
+  if (tiers_ && call.shape.collective == Collective::allreduce && call.count > 0) {
+    // Three stages, for every format: each slice's engine decides its own kind and agrees its own
+    // failures, and every rank of every host learns of any (hierarchy/host_tiers.hpp). An empty
+    // call has no slice to carry a host's failure to the others: it stays flat.
     stats.sequence = ++state_.calls;
-    stats = tiers_->allreduce(static_cast<const float*>(call.input), static_cast<float*>(call.output), call.count,
-                              allow_bounded, std::move(stats), start);
-    state_.largest_call_bytes = std::max<std::size_t>(state_.largest_call_bytes, call.count * sizeof(float));
+    stats = tiers_->allreduce(call.input, call.output, call.count, call.shape.format, allow_bounded, std::move(stats), start);
+    state_.largest_call_bytes = std::max<std::size_t>(state_.largest_call_bytes, call.count * call.shape.element_bytes());
   } else {
     stats = run_flat(call, allow_bounded, std::move(stats), start);
   }

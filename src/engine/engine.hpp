@@ -49,10 +49,11 @@ class Engine {
   CallStats allreduce_sum(const float* input, float* output, std::uint64_t count, bool bounded = false) {
     return allreduce(input, output, count, ElementFormat::float32, bounded);
   }
-  // The same float32 allreduce on a rank whose caller failed its part before it (`failed_here`
-  // not ok: its input is not to be used). The call fails on every rank: here with `failed_here`,
-  // on the peers by this rank's notice or their own deadlines (hierarchy/host_tiers.hpp).
-  CallStats allreduce_sum(const float* input, float* output, std::uint64_t count, bool bounded, const Status& failed_here);
+  // The same allreduce on a rank whose caller failed its part before it (`failed_here` not ok: its
+  // input is not to be used). The call fails on every rank: here with `failed_here`, on the peers
+  // by this rank's notice or their own deadlines (hierarchy/host_tiers.hpp).
+  CallStats allreduce(const void* input, void* output, std::uint64_t count, ElementFormat format, bool bounded,
+                      const Status& failed_here);
   // Rank r's block of the sum over ranks: `input` holds every rank's block in rank order
   // (counts[p] elements for rank p: one count per rank, the same on every rank, zeros allowed),
   // `output` receives the sum of block r (counts[r] elements). In place (input == output) the
@@ -61,9 +62,9 @@ class Engine {
   CallStats reduce_scatter(const void* input, void* output, std::span<const std::uint64_t> counts, ElementFormat format,
                            bool bounded = false);
 
-  // Collective: from here on a float32 allreduce runs in three stages over `placement`
-  // (hierarchy/host_tiers.hpp), each slice's exchange over an engine `make` gives; 16-bit formats
-  // and reduce-scatters stay flat. On any rank's failure every rank stays flat and gets it back.
+  // Collective: from here on an allreduce (of any format) runs in three stages over `placement`
+  // (hierarchy/host_tiers.hpp), each slice's exchange over an engine `make` gives; reduce-scatters
+  // stay flat. On any rank's failure every rank stays flat and gets it back.
   // Engine::create above does this where hierarchy/shape.hpp says the placement calls for it.
   Status enable_hierarchy(const Placement& placement, const HostTiers::MakeEngine& make);
   // Null while the calls are flat.

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "optireduce/engine/hierarchy/host_sum.hpp"
 #include "optireduce/engine/hierarchy/shared_wait.hpp"
 
 namespace optireduce {
@@ -51,52 +52,55 @@ Status HostStages::agree(int stage, const Status& mine, const char* what) {
   return PeerError(std::string("another local rank of this host failed the ") + what + " of call " + std::to_string(call_));
 }
 
-Status HostStages::reduce_scatter(const float* input, std::size_t elements, ElementRange mine, float* reduced,
-                                  Clock::time_point deadline) {
-  if (elements * sizeof(float) > segment_.slot_bytes())
-    return Invalid(std::to_string(elements * sizeof(float)) + " bytes exceed the host's shared slot of " +
+Status HostStages::reduce_scatter(const void* input, std::size_t elements, ElementRange mine, void* reduced,
+                                  Clock::time_point deadline, ElementFormat format) {
+  const std::size_t size = element_bytes(format);
+  if (elements * size > segment_.slot_bytes())
+    return Invalid(std::to_string(elements * size) + " bytes exceed the host's shared slot of " +
                    std::to_string(segment_.slot_bytes()));
   const std::uint64_t call = ++call_;
+  const auto* in = static_cast<const std::byte*>(input);
   Status arrived = wait_all(1, call - 1, deadline, "end of the previous call");
   if (arrived.ok()) {
     // The other ranks read only their own ranges of this slot: this rank's range stays out of it
     // (it sums that from `input`).
-    auto* slot = reinterpret_cast<float*>(segment_.slot(me_));
-    std::memcpy(slot, input, mine.begin * sizeof(float));
-    std::memcpy(slot + mine.end, input + mine.end, (elements - mine.end) * sizeof(float));
+    std::byte* slot = segment_.slot(me_);
+    std::memcpy(slot, in, mine.begin * size);
+    std::memcpy(slot + mine.end * size, in + mine.end * size, (elements - mine.end) * size);
     segment_.counter(me_, 0).store(call, std::memory_order_release);
     wake_sleepers(segment_.counter(me_, 0));
     arrived = wait_all(0, call, deadline, "reduce-scatter");
   }
   OR_RETURN_IF_ERROR(agree(0, arrived, "reduce-scatter"));
   // In local-rank order on every rank; this rank's own part is the same bits from its input.
-  auto part = [&](int k) { return k == me_ ? input : reinterpret_cast<const float*>(segment_.slot(k)); };
-  const float* first = part(0);
-  for (std::size_t i = mine.begin; i < mine.end; ++i) reduced[i - mine.begin] = first[i];
-  for (int k = 1; k < segment_.local_ranks(); ++k) {
-    const float* from = part(k);
-    for (std::size_t i = mine.begin; i < mine.end; ++i) reduced[i - mine.begin] += from[i];
-  }
+  parts_.clear();
+  for (int k = 0; k < segment_.local_ranks(); ++k)
+    parts_.push_back((k == me_ ? in : static_cast<const std::byte*>(segment_.slot(k))) + mine.begin * size);
+  sum_host_parts(format, parts_, reduced, mine.size());
   const auto others = static_cast<std::size_t>(segment_.local_ranks() - 1);
-  const bool into_result = reduced == result_range(mine);
-  bytes_ += (elements - mine.size() + mine.size() * others + (into_result ? mine.size() : 0)) * sizeof(float);
+  const bool into_result = reduced == result_range(mine, format);
+  bytes_ += (elements - mine.size() + mine.size() * others + (into_result ? mine.size() : 0)) * size;
   return {};
 }
 
-float* HostStages::result_range(ElementRange mine) const { return reinterpret_cast<float*>(segment_.result()) + mine.begin; }
+void* HostStages::result_range(ElementRange mine, ElementFormat format) const {
+  return segment_.result() + mine.begin * element_bytes(format);
+}
 
 void HostStages::mark_progress() {
   segment_.counter(me_, 5).store(static_cast<std::uint64_t>(Clock::now().time_since_epoch().count()), std::memory_order_relaxed);
   segment_.counter(me_, 4).store(call_, std::memory_order_release);
 }
 
-Status HostStages::all_gather(const float* reduced, ElementRange mine, float* output, std::size_t elements,
-                              Clock::time_point deadline, bool failed, std::uint64_t* dropped, Clock::duration grace) {
-  auto* result = reinterpret_cast<float*>(segment_.result());
-  const bool in_place = reduced == result + mine.begin;
+Status HostStages::all_gather(const void* reduced, ElementRange mine, void* output, std::size_t elements,
+                              Clock::time_point deadline, bool failed, std::uint64_t* dropped, Clock::duration grace,
+                              ElementFormat format) {
+  const std::size_t size = element_bytes(format);
+  std::byte* result = segment_.result();
+  const bool in_place = reduced == result + mine.begin * size;
   // A failed part fails the host's verdict (its flag is read with its counter): nobody copies this
   // call's result, and a local rank may still be copying the last call's out of the area.
-  if (!in_place && !failed) std::memcpy(result + mine.begin, reduced, mine.size() * sizeof(float));
+  if (!in_place && !failed) std::memcpy(result + mine.begin * size, reduced, mine.size() * size);
   if (failed) segment_.counter(me_, 2).store(call_, std::memory_order_relaxed);
   if (dropped) segment_.counter(me_, 3).store(*dropped, std::memory_order_relaxed);
   segment_.counter(me_, 1).store(call_, std::memory_order_release);
@@ -112,8 +116,8 @@ Status HostStages::all_gather(const float* reduced, ElementRange mine, float* ou
     *dropped = 0;
     for (int k = 0; k < segment_.local_ranks(); ++k) *dropped += segment_.counter(k, 3).load(std::memory_order_relaxed);
   }
-  std::memcpy(output, result, elements * sizeof(float));
-  bytes_ += ((in_place ? 0 : mine.size()) + elements) * sizeof(float);  // (a failed part returned above)
+  std::memcpy(output, result, elements * size);
+  bytes_ += ((in_place ? 0 : mine.size()) + elements) * size;  // (a failed part returned above)
   return {};
 }
 

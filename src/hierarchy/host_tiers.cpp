@@ -5,12 +5,11 @@
 
 #include "optireduce/engine/clock_us.hpp"
 #include "optireduce/engine/engine/engine.hpp"
+#include "optireduce/engine/hierarchy/host_sum.hpp"
 
 namespace optireduce {
 namespace {
 
-// Cuts fall on multiples of a cache line of floats, so no two local ranks write one line.
-constexpr std::size_t kGranule = 16;
 // The smallest slot a host's segment gets; it grows by doubling past it.
 constexpr std::size_t kFirstSlotBytes = std::size_t{1} << 20;
 
@@ -104,30 +103,32 @@ Status HostTiers::fit_segment(std::size_t bytes, Clock::time_point deadline) {
   return {};
 }
 
-CallStats HostTiers::allreduce(const float* input, float* output, std::uint64_t count, bool bounded, CallStats stats,
-                               Clock::time_point start) {
+CallStats HostTiers::allreduce(const void* input, void* output, std::uint64_t count, ElementFormat format, bool bounded,
+                               CallStats stats, Clock::time_point start) {
   const auto deadline = start + watchdog_;
   const auto elements = static_cast<std::size_t>(count);
-  const ElementRange mine = local_range(local_index_, local_ranks_, elements, kGranule);
+  const std::size_t size = element_bytes(format), granule = host_granule(format);
+  const ElementRange mine = local_range(local_index_, local_ranks_, elements, granule);
   stats.stages.hierarchical = true;
   const std::uint64_t shm_before = shared_memory_bytes();
   // Stage 1: this rank's range summed over its host, failed on every local rank alike where it
   // failed on one (its verdict). A host of one rank has nothing to sum: its slices are exchanged
   // in the output.
   Status failure;
-  float* work = output;
+  auto* work = static_cast<std::byte*>(output);
   std::size_t work_begin = 0;
   if (local_ranks_ == 1) {
-    if (input != output) std::memcpy(output, input, elements * sizeof(float));
+    if (input != output) std::memcpy(output, input, elements * size);
   } else {
-    reduced_.resize(std::max<std::size_t>(mine.size(), 1));
+    reduced_.resize(std::max<std::size_t>(mine.size(), 1) * size);
     work = reduced_.data(), work_begin = mine.begin;
-    failure = fit_segment(elements * sizeof(float), deadline);
+    failure = fit_segment(elements * size, deadline);
     // The sum goes straight to this rank's range of the host's result area, where the exchanges
     // then run and the all-gather finds it; after a failure the exchanges (which fail too) run in
     // reduced_, leaving the result area to local ranks that may still copy the last call's.
-    if (failure.ok()) failure = stages_->reduce_scatter(input, elements, mine, stages_->result_range(mine), deadline);
-    if (failure.ok()) work = stages_->result_range(mine);
+    if (failure.ok())
+      failure = stages_->reduce_scatter(input, elements, mine, stages_->result_range(mine, format), deadline, format);
+    if (failure.ok()) work = static_cast<std::byte*>(stages_->result_range(mine, format));
   }
   const double reduced_at = us_since(start);
   stats.stages.host_reduce_us = reduced_at;
@@ -136,11 +137,11 @@ CallStats HostTiers::allreduce(const float* input, float* output, std::uint64_t 
   const std::uint64_t sent_before = transport_counters().bytes_sent;
   bool first = true;
   for (std::size_t i = 0; i < my_slices_.size(); ++i) {
-    const ElementRange r = slices_.elements_of(my_slices_[i], elements, kGranule);
+    const ElementRange r = slices_.elements_of(my_slices_[i], elements, granule);
     if (r.size() == 0) continue;  // every holder sees it empty alike
-    float* at = work + (r.begin - work_begin);
+    std::byte* at = work + (r.begin - work_begin) * size;
     if (stages_) stages_->mark_progress();
-    const CallStats one = engines_[i]->allreduce_sum(at, at, r.size(), bounded, failure);
+    const CallStats one = engines_[i]->allreduce(at, at, r.size(), format, bounded, failure);
     if (!one.ok() && failure.ok()) failure = one.status;
     stats.dropped_entries += one.dropped_entries;
     stats.filled_entries += one.filled_entries;
@@ -163,7 +164,8 @@ CallStats HostTiers::allreduce(const float* input, float* output, std::uint64_t 
   if (local_ranks_ > 1 && stages_) {
     // The call's dropped entries: every slice's, the same count on every rank.
     const Status gathered =
-        stages_->all_gather(work, mine, output, elements, deadline, !failure.ok(), &stats.dropped_entries, exchange_grace_);
+        stages_->all_gather(work, mine, output, elements, deadline, !failure.ok(), &stats.dropped_entries, exchange_grace_,
+                            format);
     if (failure.ok()) failure = gathered;
   }
   stats.stages.shared_memory_bytes = shared_memory_bytes() - shm_before;
@@ -181,7 +183,7 @@ TransportCounters HostTiers::transport_counters() const {
 }
 
 std::size_t HostTiers::buffer_bytes() const {
-  std::size_t bytes = reduced_.capacity() * sizeof(float);
+  std::size_t bytes = reduced_.capacity();
   for (const auto& e : engines_)
     if (e) bytes += e->buffer_bytes();
   return bytes;

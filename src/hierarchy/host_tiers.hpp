@@ -44,9 +44,11 @@ class HostTiers {
                                            Clock::duration exchange_grace, Status& status);
   ~HostTiers();
 
-  // A float32 allreduce in three stages; `stats` comes with the call's sequence and shape.
-  CallStats allreduce(const float* input, float* output, std::uint64_t count, bool bounded, CallStats stats,
-                      Clock::time_point start);
+  // An allreduce (sum) of `count` elements of `format` in three stages; `stats` comes with the
+  // call's sequence and shape. The host stages and the slices' exchanges carry the format's own
+  // elements: a 16-bit call moves half the bytes of a float32 one of as many elements.
+  CallStats allreduce(const void* input, void* output, std::uint64_t count, ElementFormat format, bool bounded,
+                      CallStats stats, Clock::time_point start);
 
   // The name of a host's segment, the `generation`-th this communicator attached (from 1).
   static std::string segment_name(std::uint64_t comm_id, const std::string& host, unsigned generation);
@@ -80,7 +82,7 @@ class HostTiers {
   std::unique_ptr<HostStages> stages_;
   unsigned segment_generation_ = 0;
   std::uint64_t shm_bytes_before_ = 0;  // of earlier segments
-  std::vector<float> reduced_;          // this rank's range in its host
+  std::vector<std::byte> reduced_;      // this rank's range in its host (after a failure)
 };
 
 }  // namespace optireduce

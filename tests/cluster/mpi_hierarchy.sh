@@ -3,39 +3,47 @@
 # smaller -np fills hosts in order: 2 hosts x 3 slots -np 5 is 3 + 2), bounded mode, every link
 # losing PERMILLE per direction (0: clean). allreduce_check's hierarchy case checks every result
 # (replicas bitwise identical; exact where no exchange was bounded, else within 0.3 relative RMS
-# error). Then:
-#   - the report: every rank ran its calls through the engine, no failure;
-#   - each host's eth0 sent at most 1.2 x 2·B·(H−1)/H per call (what an allreduce needs), plus
-#     5 % for headers and 4 MiB for the job's start and checks, counted over the whole job
-#     (calibration included); a flat call would send L times it from a host of L ranks.
-#   mpi_hierarchy.sh CLUSTER_SH TIMEOUT_EXE LIBRARY CHECK_EXE WORKDIR HOSTS RANKS_PER_HOST NP PERMILLE
+# error); with KIND half, its hierarchy_half case: fp16 then bf16 calls of 2-byte elements. Then:
+#   - the report: every rank ran its calls through the engine, in three stages, no failure;
+#   - each host's eth0 sent at most 1.2 x 2·B·(H−1)/H per call (what an allreduce needs, B the
+#     call's bytes: 2 per element in 16 bits), plus 5 % for headers and 4 MiB for the job's start
+#     and checks, counted over the whole job (calibration included); a flat call would send L
+#     times it from a host of L ranks.
+#   mpi_hierarchy.sh CLUSTER_SH TIMEOUT_EXE LIBRARY CHECK_EXE WORKDIR HOSTS RANKS_PER_HOST NP PERMILLE [float32|half]
 set -uo pipefail
-cluster=$1 timeout_exe=$2 lib=$3 check=$4 work=$5 hosts=$6 per_host=$7 np=$8 permille=$9
+cluster=$1 timeout_exe=$2 lib=$3 check=$4 work=$5 hosts=$6 per_host=$7 np=$8 permille=$9 kind=${10:-float32}
 . "$(dirname "$0")/skip_unless_root_netns.sh"
 . "$(dirname "$0")/../netem/run_job.sh"
 command -v mpirun >/dev/null 2>&1 || { echo "SKIP: mpirun not found"; exit 77; }
 
-floats=$((1 << 20)) calls=30
+elements=$((1 << 20))
+case $kind in
+  float32) calls=30 element_bytes=4 job=(-x MPITEST_FLOATS=$elements -x MPITEST_CALLS=$calls "$check" hierarchy) ;;
+  half) calls=30 element_bytes=2 job=(-x MPITEST_ELEMENTS=$elements -x MPITEST_CALLS=$((calls / 2)) "$check" hierarchy_half) ;;
+  *) echo "mpi_hierarchy.sh: KIND must be float32 or half, not '$kind'" >&2; exit 2 ;;
+esac
 rm -rf "$work" && mkdir -p "$work" || exit 1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cmd=("$timeout_exe" -k 10 200 "$cluster" --hosts "$hosts" --ranks-per-host "$per_host" --drop "$permille"
   --stats "$work/links.json" --mpirun -- -np "$np" -x LD_PRELOAD="$lib" -x OPTIREDUCE_UCX_NET_DEVICES=eth0
   -x OPTIREDUCE_MODE=bounded -x OPTIREDUCE_CALIBRATION_CALLS=3 -x OPTIREDUCE_LOSS_BUDGET=0.5
-  -x OPTIREDUCE_REPORT="$work/report.json" -x MPITEST_FLOATS=$floats -x MPITEST_CALLS=$calls
-  "$check" hierarchy)
+  -x OPTIREDUCE_REPORT="$work/report.json" "${job[@]}")
 run_job 200 "${cmd[@]}"
 
-/usr/bin/python3 - "$work" "$hosts" "$np" "$floats" "$calls" <<'PY'
+/usr/bin/python3 - "$work" "$hosts" "$np" "$elements" "$calls" "$element_bytes" <<'PY'
 import json, os, sys
-work, hosts, np, floats, calls = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+work, hosts, np, elements, calls, element_bytes = sys.argv[1], *map(int, sys.argv[2:])
 report = json.load(open(os.path.join(work, "report.json")))
 links = json.load(open(os.path.join(work, "links.json")))
 bad = []
 for r in sorted(report["ranks"], key=lambda r: r["rank"]):
-    print(f"rank {r['rank']} on {r['host']}: {r['intercepted_calls']} engine calls, {r['engine_failures']} failures")
-    if r["intercepted_calls"] < calls or r["engine_failures"]:
-        bad.append(f"rank {r['rank']}: {r['intercepted_calls']} engine calls, {r['engine_failures']} failures")
-b = floats * 4
+    tiered = r["hierarchy"]["calls"]
+    print(f"rank {r['rank']} on {r['host']}: {r['intercepted_calls']} engine calls ({tiered} in three stages), "
+          f"{r['engine_failures']} failures")
+    if r["intercepted_calls"] < calls or r["engine_failures"] or tiered < calls:
+        bad.append(f"rank {r['rank']}: {r['intercepted_calls']} engine calls, {tiered} in three stages, "
+                   f"{r['engine_failures']} failures")
+b = elements * element_bytes
 need = 2 * b * (hosts - 1) / hosts
 bound = calls * need * 1.2 * 1.05 + (4 << 20)
 for l in links["links"]:

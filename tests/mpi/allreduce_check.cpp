@@ -27,6 +27,7 @@ constexpr Case kCases[] = {
     {"bounded_modes", mpitest::case_bounded_modes, false},   {"bounded_trace", mpitest::case_bounded_trace, false},
     {"bounded_memory", mpitest::case_bounded_memory, false}, {"bounded_clean", mpitest::case_bounded_clean, false},
     {"reduce_scatter", mpitest::case_reduce_scatter, false}, {"hierarchy", mpitest::case_hierarchy, false},
+    {"hierarchy_half", mpitest::case_hierarchy_half, false},
     {"reduce_scatter_bounded", mpitest::case_reduce_scatter_bounded, false}, {"outage", mpitest::case_outage, false},
 };
 

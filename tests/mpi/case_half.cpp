@@ -6,7 +6,6 @@
 // rank. Ops it must not recognise (a max, a sum declared non-commutative, an op made behind its
 // back with PMPI_Op_create, ops that differ between ranks) go to the MPI, counted by reason (the
 // ctest checks the report's reasons).
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -15,29 +14,12 @@
 #include <vector>
 
 #include "cases.hpp"
+#include "half_ops.hpp"
 #include "harness.hpp"
 
 namespace mpitest {
 namespace {
 
-enum class Half { float16, bfloat16 };
-
-float widen(Half f, std::uint16_t h) {
-  if (f == Half::bfloat16) return std::bit_cast<float>(std::uint32_t{h} << 16);
-  return static_cast<float>(std::bit_cast<_Float16>(h));
-}
-std::uint16_t narrow(Half f, float x) {
-  if (f == Half::float16) return std::bit_cast<std::uint16_t>(static_cast<_Float16>(x));
-  const std::uint32_t u = std::bit_cast<std::uint32_t>(x);
-  return static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);  // nearest, ties to even
-}
-
-template <Half F>
-void half_sum(void* in, void* inout, int* len, MPI_Datatype*) {
-  const auto* a = static_cast<const std::uint16_t*>(in);
-  auto* b = static_cast<std::uint16_t*>(inout);
-  for (int i = 0; i < *len; ++i) b[i] = narrow(F, widen(F, a[i]) + widen(F, b[i]));
-}
 void float16_max(void* in, void* inout, int* len, MPI_Datatype*) {
   const auto* a = static_cast<const std::uint16_t*>(in);
   auto* b = static_cast<std::uint16_t*>(inout);
@@ -60,8 +42,6 @@ std::vector<std::uint16_t> contribution(Half f, int rank, std::size_t n, int sal
   for (std::size_t i = 0; i < n; ++i) v[i] = element(f, rank, i, salt);
   return v;
 }
-
-const char* name(Half f) { return f == Half::float16 ? "fp16" : "bf16"; }
 
 // Every element: |got - exact| <= |float32 rank-order sum rounded once - exact|. got[i] is element
 // first + i of the sum (a reduce-scatter's block starts at its offset).

@@ -18,6 +18,7 @@ int case_outage();             // one direction cut at the end of a calibration 
 int case_half();        // fp16/bf16 sums of 2-byte types with user ops: served; other ops passed, by reason
 int case_smoke();       // a few calls, for tests about configuration, reports and launch
 int case_hierarchy();   // one size of calls over several hosts (cluster.sh): replicas identical, sums right
+int case_hierarchy_half();  // the same in fp16 and bf16 (2-byte datatype, user op): three stages in 16 bits
 int case_reduce_scatter();  // MPI_Reduce_scatter(_block): every shape, exact, counted; what passes through
 
 // Bounded mode (case_bounded.cpp); run with OPTIREDUCE_MODE=bounded and the faults they name.

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "optireduce/engine/config/config.hpp"
+#include "optireduce/engine/hierarchy/host_sum.hpp"
 #include "optireduce/engine/hierarchy/shape.hpp"
 #include "optireduce/engine/hierarchy/slice_map.hpp"
 
@@ -107,6 +108,18 @@ TEST(Hierarchy, HostWithOneRankHoldsEverySlice) {
   EXPECT_EQ(map.slices_of(4), (std::vector<int>{0, 1, 2, 3}));
   check_map(p, 100000, 16);
   check_map(placement_from_counts({1, 3, 2}), 4099, 16);
+}
+
+// A call's cuts fall on 64-byte lines of its own elements (16 float32, 32 of 16 bits): whole
+// elements, and no line of the host's result area written by two local ranks.
+TEST(Hierarchy, CutsFallOnCacheLinesOfTheCallsFormat) {
+  for (ElementFormat f : {ElementFormat::float32, ElementFormat::float16, ElementFormat::bfloat16}) {
+    const std::size_t granule = host_granule(f);
+    EXPECT_EQ(granule * element_bytes(f), 64u) << to_string(f);
+    for (std::size_t n : {1ul, 31ul, 10007ul, 1048577ul}) check_map(placement_from_counts({3, 2}), n, granule);
+    check_map(placement_from_counts({8, 7, 5}), 1 << 20, granule);
+    check_map(placement_from_counts({1, 3, 2}), 4099, granule);
+  }
 }
 
 TEST(Hierarchy, ShapeAutoPicksThreeStagesOnlyWhereTheyPay) {

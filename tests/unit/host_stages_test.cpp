@@ -51,7 +51,7 @@ TEST(HostStages, ReduceScatterThenAllGatherGiveTheHostsSumOnEveryRank) {
       out.assign(n, -1.0f);
       const auto deadline = Clock::now() + std::chrono::seconds(60);
       // Every other call sums straight into this rank's range of the result area (HostTiers' way).
-      float* sum = call % 2 ? reduced.data() : stages.result_range(mine);
+      float* sum = call % 2 ? reduced.data() : static_cast<float*>(stages.result_range(mine));
       if (Status s = stages.reduce_scatter(in.data(), n, mine, sum, deadline); !s.ok()) failures[local] = s;
       else if (Status g = stages.all_gather(sum, mine, out.data(), n, deadline); !g.ok()) failures[local] = g;
       if (!failures[local].ok()) return;
@@ -238,8 +238,9 @@ TEST(HostStages, AFailedPartDoesNotWriteTheResultArea) {
   const float garbage[2] = {-7, -7};
   h.sa = h.a->all_gather(garbage, {0, 2}, out_a, 4, generous(), true);
   EXPECT_FALSE(h.sa.ok());
-  EXPECT_EQ(h.a->result_range({0, 2})[0], 11.0f) << "a failed part overwrote the last call's result";
-  EXPECT_EQ(h.a->result_range({0, 2})[1], 22.0f);
+  const auto* kept = static_cast<const float*>(h.a->result_range({0, 2}));
+  EXPECT_EQ(kept[0], 11.0f) << "a failed part overwrote the last call's result";
+  EXPECT_EQ(kept[1], 22.0f);
   h.sb = h.b->all_gather(h.rb, {2, 4}, out_b, 4, generous());
   EXPECT_FALSE(h.sb.ok()) << "the host's verdict let a rank succeed beside a failed part";
 }

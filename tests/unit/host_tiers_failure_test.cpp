@@ -1,7 +1,8 @@
 // The three-stage call's one outcome (hierarchy/host_tiers.hpp, docs/design.md "Many ranks per
 // host"): a failure inside one host alone, or in one slice's exchange across hosts, fails that
 // call on every rank of every host, and the communicator's next call too; the calls before it
-// succeed everywhere with the exact sum.
+// succeed everywhere with the exact sum. Float32 calls, and 16-bit ones (2-byte elements through
+// the host's segment and the slices' exchanges, the failure flag over the job's MPI included).
 //
 // The failures are made, not timed: a host's segment that cannot be made (its name is taken
 // before the call that needs it, so its first rank's exclusive create fails and the others wait
@@ -57,13 +58,15 @@ void expect_one_outcome(const TiersOutcome& out, const TiersJob& job, int failin
 }
 
 // Host 1's segment for call 2 (larger than the first: a new one) cannot be made.
-void expect_blocked_segment_fails_everywhere(const std::vector<int>& counts, bool bounded, bool datagrams, bool over_mpi) {
+void expect_blocked_segment_fails_everywhere(const std::vector<int>& counts, bool bounded, bool datagrams, bool over_mpi,
+                                             ElementFormat format = ElementFormat::float32) {
   const Placement placement = placement_from_counts(counts);
   InProcNetwork clean;
   TiersJob job;
-  job.counts = counts, job.calls = 4, job.options = failing_options();
+  job.counts = counts, job.calls = 4, job.options = failing_options(), job.format = format;
   job.network = datagrams ? &clean : nullptr, job.bounded = bounded, job.exact_over_mpi = over_mpi;
-  job.count_of = [](int call) -> std::uint64_t { return call < 2 ? 20000 : 300000; };  // past the first 1 MiB slot
+  const std::uint64_t large = 1200000 / element_bytes(format);  // past the first 1 MiB slot
+  job.count_of = [large](int call) -> std::uint64_t { return call < 2 ? 20000 : large; };
   const int blocker_rank = placement.ranks_of_host[1][0];
   std::string taken;
   job.before_call = [&](int rank, int call, const Engine& engine) {
@@ -88,12 +91,15 @@ TEST(HostTiersFailure, HostSegmentNotMadeFailsEveryHostCalibratingOverDatagrams)
 TEST(HostTiersFailure, HostSegmentNotMadeFailsEveryHostExactOverTheJobsMpi) {
   expect_blocked_segment_fails_everywhere({2, 3}, false, true, true);
 }
+TEST(HostTiersFailure, HostSegmentNotMadeFailsEveryHostBfloat16ExactOverTheJobsMpi) {
+  expect_blocked_segment_fails_everywhere({3, 2}, false, true, true, ElementFormat::bfloat16);
+}
 
 // Slice 0's exchange loses every datagram, data and control, from call 3 on (a bounded call):
 // its holders, one per host, fail it, and through every host's all-gather so does every rank.
 thread_local int t_call = -1;  // the call the sending rank's thread is in
 
-TEST(HostTiersFailure, CutSliceExchangeFailsEveryHost) {
+void expect_cut_slice_fails_everywhere(ElementFormat format) {
   const std::vector<int> counts{3, 2};
   const int ranks = placement_from_counts(counts).ranks();
   InProcNetwork clean, cut;
@@ -102,6 +108,7 @@ TEST(HostTiersFailure, CutSliceExchangeFailsEveryHost) {
   std::barrier<> sync(ranks);  // call 2 over on every rank before anything is lost
   TiersJob job;
   job.counts = counts, job.calls = 5, job.count = 20000, job.options = failing_options(), job.bounded = true;
+  job.format = format;
   job.options.timeout = std::chrono::milliseconds(5000);  // the cut call's hard deadline; the others end far sooner
   job.options.watchdog = std::chrono::milliseconds(5000);
   job.network_of = [&](int slice) { return slice == 0 ? &cut : &clean; };
@@ -115,6 +122,9 @@ TEST(HostTiersFailure, CutSliceExchangeFailsEveryHost) {
   for (int r = 0; r < ranks; ++r)
     EXPECT_EQ(out.stats[static_cast<std::size_t>(2 * ranks + r)].kind, CallKind::bounded) << "rank " << r << ": call 2 was not bounded";
 }
+
+TEST(HostTiersFailure, CutSliceExchangeFailsEveryHost) { expect_cut_slice_fails_everywhere(ElementFormat::float32); }
+TEST(HostTiersFailure, CutSliceExchangeFailsEveryHostFloat16) { expect_cut_slice_fails_everywhere(ElementFormat::float16); }
 
 }  // namespace
 }  // namespace optireduce

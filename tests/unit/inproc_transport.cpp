@@ -66,6 +66,8 @@ bool InProcBootstrap::split(int color, int key, std::unique_ptr<Bootstrap>& out)
 
 Status InProcTransport::send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) {
   if ((lane == Lane::data || drop_control_) && drop_ && drop_(rank_, peer, header)) return {};
+  ++counters_.messages_sent;
+  counters_.bytes_sent += header.size() + payload.size();
   InProcFabric::Message m{rank_, {header.begin(), header.end()}, {payload.begin(), payload.end()}};
   const Clock::duration hold = lane == Lane::data && hold_ ? hold_(rank_, peer, header) : Clock::duration::zero();
   if (hold > Clock::duration::zero() || sends_in_flight(peer) != 0) {

@@ -93,6 +93,8 @@ class InProcTransport final : public Transport {
   Status poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override;
   TransportTraits traits() const override { return traits_; }
   std::string describe() const override { return "inproc"; }
+  // What this rank handed to the fabric or held for it (not what a drop discarded).
+  TransportCounters counters() const override { return counters_; }
 
  private:
   std::shared_ptr<InProcFabric> fabric_;
@@ -110,6 +112,7 @@ class InProcTransport final : public Transport {
   bool drop_control_ = false;
   std::function<Clock::duration(int, int, std::span<const std::byte>)> hold_;
   std::deque<Held> held_;  // used by the rank's own thread only
+  TransportCounters counters_;  // likewise
 };
 
 // A bootstrap whose exact sum is summed in rank order over its own all-gather (false where a

@@ -1,7 +1,8 @@
 // An in-process job of the three-stage call (hierarchy/host_tiers.hpp) for the unit tests: ranks
 // as threads, "hosts" that share a real POSIX shared-memory segment, each slice's exchange a real
 // engine over the in-process transport (an exact one, and where a network is given a lossy one
-// for its bounded calls).
+// for its bounded calls). The calls are float32 allreduces, or 16-bit ones (`format`): each rank's
+// values then rounded to the format, its results widened back to float32 (exactly).
 #pragma once
 
 #include <functional>
@@ -9,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "optireduce/elements/convert.hpp"
 #include "optireduce/engine/engine/engine.hpp"
 #include "optireduce/engine/hierarchy/placement.hpp"
 #include "inproc_transport.hpp"
@@ -39,6 +41,8 @@ struct TiersJob {
   bool bounded = false;           // the calls allow deadlines
   bool exact_over_mpi = false;    // the slices' engines have no exact transport: the bootstrap's
   std::function<std::uint64_t(int call)> count_of;      // null: `count` in every call
+  ElementFormat format = ElementFormat::float32;         // of every call
+  std::function<float(int rank, int call, std::uint64_t i)> value_of;  // null: tiers_value
   std::function<void(int rank, int call, const Engine&)> before_call;
   std::function<void(int rank)> left_early;  // a rank whose engine or tiers could not be made
 };
@@ -83,12 +87,17 @@ inline TiersOutcome run_tiers_job(const TiersJob& job) {
       tiered[static_cast<std::size_t>(r)] = 1;
       for (int c = 0; c < calls; ++c) {
         const std::uint64_t count = job.count_of ? job.count_of(c) : job.count;
-        std::vector<float> buffer(count);
-        for (std::uint64_t i = 0; i < count; ++i) buffer[i] = tiers_value(r, c, i);
+        std::vector<float> values(count);
+        for (std::uint64_t i = 0; i < count; ++i) values[i] = job.value_of ? job.value_of(r, c, i) : tiers_value(r, c, i);
+        const bool wide = job.format == ElementFormat::float32;
+        std::vector<std::uint16_t> half(wide ? 0 : count);
+        if (!wide) narrow(job.format, values.data(), half.data(), count);
+        void* buffer = wide ? static_cast<void*>(values.data()) : half.data();
         if (job.before_call) job.before_call(r, c, *engine);
         const std::size_t at = static_cast<std::size_t>(c * ranks + r);
-        out.stats[at] = engine->allreduce_sum(buffer.data(), buffer.data(), count, job.bounded);
-        out.results[at] = std::move(buffer);
+        out.stats[at] = engine->allreduce(buffer, buffer, count, job.format, job.bounded);
+        if (!wide) widen(job.format, half.data(), values.data(), count);
+        out.results[at] = std::move(values);
       }
     });
   for (auto& t : threads) t.join();
