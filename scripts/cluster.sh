@@ -8,6 +8,8 @@
 #   scripts/cluster.sh [options] -- command [args...]      run a command on host 0 (the head node)
 #   scripts/cluster.sh [options] --mpirun -- [mpirun args...]  the same, mpirun with the cluster's
 #                                                          hostfile, rsh agent and TCP-only options
+#   scripts/cluster.sh [options] --each-host -- command [args...]  the command on every host at
+#                                                          once (a job without MPI: torchrun's ranks)
 #   scripts/cluster.sh [options] --self-test               check the links: loss per path, isolation
 #
 # Run with --help for the options. Needs root (network and UTS namespaces, nftables, tc).
@@ -53,6 +55,7 @@
 #   CLUSTER_RSH_AGENT   the rsh agent: `agent <address|h<i>> command...` runs the command in host i
 #   CLUSTER_HOSTS       the addresses, space-separated;  CLUSTER_SIZE  the number of hosts
 #   CLUSTER_MPIRUN_ARGS the options --mpirun adds (space-separated, no quoting needed)
+#   CLUSTER_HOST_INDEX  with --each-host: i on host i (the command runs on every host)
 # e.g.
 #   scripts/cluster.sh --hosts 4 --drop-host 2=10 --rate 1gbit --stats stats.json --mpirun -- \
 #     -x LD_PRELOAD=$PWD/build/lib/liboptireduce.so -x OPTIREDUCE_UCX_NET_DEVICES=eth0 \
@@ -70,6 +73,7 @@ usage() {
   cat <<'EOF'
 usage: scripts/cluster.sh [options] -- command [args...]
        scripts/cluster.sh [options] --mpirun -- [mpirun args...]
+       scripts/cluster.sh [options] --each-host -- command [args...]
        scripts/cluster.sh [options] --self-test
 
 Builds N network namespaces ("hosts" h0..h<N-1>, 10.213.0.1..N on eth0) linked by veth pairs to
@@ -100,6 +104,10 @@ options (a per-host option overrides the all-hosts one whatever their order):
                        (one rank per host unless the arguments say otherwise after it); with
                        --ranks-per-host L: -np N*L --map-by slot --bind-to none (the hosts share
                        this machine's cores: binding would pile every host's first rank on one)
+  --each-host          run the command on every host at once, host i's with CLUSTER_HOST_INDEX=i
+                       (a job without MPI, e.g. a torch job's launcher on each host: node rank
+                       $CLUSTER_HOST_INDEX, store on host 0 at 10.213.0.1); the first to fail
+                       ends the others (SIGTERM); exit code: the first failure's, else 0
   --self-test          instead of a command: UDP datagrams between every pair of hosts; checks
                        the loss of each path against the configured links, and that the hosts
                        have no route outside 10.213.0.0/24
@@ -108,7 +116,7 @@ options (a per-host option overrides the all-hosts one whatever their order):
   -h, --help           this text
 
 The command sees CLUSTER_HOSTFILE, CLUSTER_RSH_AGENT, CLUSTER_HOSTS, CLUSTER_SIZE,
-CLUSTER_RANKS_PER_HOST and CLUSTER_MPIRUN_ARGS. OptiReduce needs only -x
+CLUSTER_RANKS_PER_HOST and CLUSTER_MPIRUN_ARGS (and CLUSTER_HOST_INDEX with --each-host). OptiReduce needs only -x
 OPTIREDUCE_UCX_NET_DEVICES=eth0: UCX's network lanes go over the links and its shared memory
 stays inside each host (hosts differ in boot id and /dev/shm). Open MPI: --mpirun holds it to TCP
 (--mca pml ob1 --mca btl tcp,self).
@@ -169,6 +177,7 @@ while [ $# -gt 0 ]; do
       gro=$2; shift 2 ;;
     --stats) need_arg "$@"; stats_file=$2; shift 2 ;;
     --mpirun) mode=mpirun; shift ;;
+    --each-host) mode=each-host; shift ;;
     --self-test) mode=self-test; shift ;;
     --self-test-packets)
       need_arg "$@"
@@ -185,7 +194,7 @@ for i in "${!host_ppm[@]}" "${!host_rate[@]}"; do
   [ "$i" -lt "$hosts" ] || die_setup "host $i does not exist (--hosts $hosts: hosts 0..$((hosts - 1)))"
 done
 case $mode in
-  command) [ $# -gt 0 ] || die_setup "no command given (usage: $prog [options] -- command [args...]; see --help)" ;;
+  command|each-host) [ $# -gt 0 ] || die_setup "no command given (usage: $prog [options] -- command [args...]; see --help)" ;;
   self-test) [ $# -eq 0 ] || die_setup "--self-test takes no command" ;;
   mpirun) ;;
 esac
@@ -545,6 +554,29 @@ if [ "$mode" = mpirun ]; then
   # shellcheck disable=SC2206  # the arguments are words without spaces
   set -- mpirun $mpirun_args "$@"
   echo "cluster: + $*" >&2
+fi
+# --each-host: one copy per host; the first to fail ends the others (cleanup kills the rest).
+if [ "$mode" = each-host ]; then
+  started=1
+  declare -A host_of_pid=()
+  for ((i = 0; i < hosts; i++)); do
+    CLUSTER_HOST_INDEX=$i "$tmp/enter" "$i" "$@" </dev/null &
+    host_of_pid[$!]=$i
+  done
+  final_rc=0
+  while [ "${#host_of_pid[@]}" -gt 0 ]; do
+    wait -n -p done_pid "${!host_of_pid[@]}"
+    rc=$?
+    [ -n "${done_pid:-}" ] || break
+    host=${host_of_pid[$done_pid]}
+    unset "host_of_pid[$done_pid]"
+    if [ "$rc" != 0 ] && [ "$final_rc" = 0 ]; then
+      final_rc=$rc
+      echo "$prog: the command on host h$host exited $rc: ending the others" >&2
+      kill -TERM "${!host_of_pid[@]}" 2>/dev/null
+    fi
+  done
+  exit "$final_rc"
 fi
 # Like netem.sh: the command keeps this script's stdin and runs in the background so a signal
 # reaches the trap at once.

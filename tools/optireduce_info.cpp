@@ -124,6 +124,9 @@ void print_text(const Info& info, bool verbose) {
     for (const auto& line : sh.slices) std::printf("#   %s\n", line.c_str());
     std::printf("#   busiest host link, out per call of B bytes: %.2f x B (flat TAR: %.2f x B)\n", sh.link_share,
                 sh.flat_link_share);
+    std::printf("#   reduce-scatters: %s; busiest host link, out per call of B bytes in even blocks: %.2f x B (flat: "
+                "%.2f x B)\n",
+                sh.reduce_scatter.c_str(), sh.scatter_link_share, sh.scatter_flat_link_share);
   }
   std::printf("#\n# UCX variables (OPTIREDUCE_UCX_* apply to the engine only and win over UCX_*)\n");
   if (info.ucx_variables.empty()) std::printf("#   (none set)\n");
@@ -194,7 +197,9 @@ void print_json(const Info& info) {
          (sh.hierarchical ? "true" : "false") + ", \"reason\": " + quoted(sh.reason) + ", \"slices\": [";
     for (std::size_t i = 0; i < sh.slices.size(); ++i) o += (i ? ", " : "") + quoted(sh.slices[i]);
     o += "], \"link_share\": " + std::to_string(sh.link_share) + ", \"flat_link_share\": " +
-         std::to_string(sh.flat_link_share) + "}";
+         std::to_string(sh.flat_link_share) + ", \"reduce_scatter\": " + quoted(sh.reduce_scatter) +
+         ", \"scatter_link_share\": " + std::to_string(sh.scatter_link_share) + ", \"scatter_flat_link_share\": " +
+         std::to_string(sh.scatter_flat_link_share) + "}";
   }
   o += "\n}\n";
   std::fputs(o.c_str(), stdout);

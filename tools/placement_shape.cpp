@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "optireduce/engine/hierarchy/scatter_map.hpp"
 #include "optireduce/engine/hierarchy/shape.hpp"
 #include "optireduce/engine/hierarchy/slice_map.hpp"
 
@@ -46,6 +47,19 @@ PlacementShape describe_placement(const std::string& text, HierarchyMode mode) {
   out.reason = choice.reason;
   for (int h = 0; h < p.hosts(); ++h) out.flat_link_share = std::max(out.flat_link_share, flat_link_bytes(p, h, 1.0));
   out.link_share = choice.hierarchical ? hierarchical_link_bytes(p, 1.0) : out.flat_link_share;
+  // A reduce-scatter of even blocks: flat, each of a host's L of N ranks sends (N - L)/N of its
+  // buffer across; in three stages the host sends the part its ranks do not own, (N - L)/N.
+  const std::string scatter_reason = reduce_scatter_flat_reason(p);
+  const bool scatter_tiered = choice.hierarchical && scatter_reason.empty();
+  for (int h = 0; h < p.hosts(); ++h) {
+    const double n = p.ranks(), local = p.ranks_on(h);
+    out.scatter_flat_link_share = std::max(out.scatter_flat_link_share, local * (n - local) / n);
+    out.scatter_link_share = std::max(out.scatter_link_share, (n - local) / n);
+  }
+  if (!scatter_tiered) out.scatter_link_share = out.scatter_flat_link_share;
+  out.reduce_scatter = scatter_tiered ? "three stages too, where every host's ranks own part of the call"
+                       : choice.hierarchical ? "flat: " + scatter_reason
+                                             : "flat, as every call";
   if (choice.hierarchical)
     for (const auto& s : map_slices(p).slices) {
       std::string ranks;

@@ -16,6 +16,10 @@ struct PlacementShape {
   std::vector<std::string> slices;   // "slice [1/3, 1/2): ranks 1, 3"
   double flat_link_share = 0;        // bytes out of the busiest host's link per byte of buffer, flat TAR
   double link_share = 0;             // the same for the shape picked
+  // What a reduce-scatter of even blocks takes there, and the busiest host link's bytes out per
+  // byte of buffer, flat and in the shape it takes.
+  std::string reduce_scatter;
+  double scatter_flat_link_share = 0, scatter_link_share = 0;
   std::string error;                 // set when the text is not a placement
 };
 

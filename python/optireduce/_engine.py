@@ -25,6 +25,7 @@ ALLGATHER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, cty
 FINISH_ALLGATHER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
 ALLREDUCE_SUM = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64)
 RELEASE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+SPLIT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
 
 
 class Bootstrap(ctypes.Structure):
@@ -32,7 +33,7 @@ class Bootstrap(ctypes.Structure):
     _fields_ = [("rank", ctypes.c_int), ("ranks", ctypes.c_int), ("context", ctypes.c_void_p),
                 ("allgather", ALLGATHER), ("start_allgather", ALLGATHER), ("finish_allgather", FINISH_ALLGATHER),
                 ("allreduce_sum", ALLREDUCE_SUM), ("release", RELEASE), ("own_path", ctypes.c_char_p),
-                ("split", ctypes.c_void_p)]  # none: a group's calls stay flat
+                ("split", SPLIT)]
 
 
 def _candidates():

@@ -347,17 +347,21 @@ Status TarCall::finish_reduce_scatter() {
     for (int k = 1; k < s_.ranks; ++k)
       (void)send(rotation_peer(s_.rank, s_.ranks, k), MessageKind::peer_done, {0, 0}, WireHeader::kFlagLastSlice, nullptr);
   said_done_ = true;
-  if (datagrams && s_.ranks > 1) {
+  auto all_done = [&] {
+    for (int p = 0; p < s_.ranks; ++p)
+      if (p != s_.rank && !s_.done_from[p]) return false;
+    return true;
+  };
+  if (!datagrams && request_.waits_for_every_block && s_.ranks > 1) {
+    // Every word comes: a peer's that does not has failed the call (its notice ends this wait).
+    OR_RETURN_IF_ERROR(wait(hard_deadline_, all_done));
+  } else if (datagrams && s_.ranks > 1) {
     // A peer whose shard still lacks this rank's data asks for it again until its phase closes:
     // at the latest its stretch limits after the last peer's entry, at least a budget from now.
     const auto last_entry = unheard_ == 0 ? std::max(all_heard_at_, start_) : Clock::now();
     const auto until = std::min(
         std::max(after_us(Clock::now(), DeadlineController::agreement_wait_us(budget_.us[0])), peers_close_by(last_entry)), hard_deadline_);
-    const Status st = wait(until, [&] {
-      for (int p = 0; p < s_.ranks; ++p)
-        if (p != s_.rank && !s_.done_from[p]) return false;
-      return true;
-    });
+    const Status st = wait(until, all_done);
     // A peer whose words were all lost is past its phase by now.
     if (!st.ok() && st.code() != StatusCode::timeout) return st;
   }

@@ -270,8 +270,12 @@ const std::vector<Parameter>& transport_parameters() {
              "slice across hosts among the ranks holding it (bounded or exact as the call is, with its own calibration, "
              "deadlines and resends), an exact all-gather inside each host (each host's link then carries 2·B·(H-1)/H, "
              "not about L times that); `optireduce-info --placement 3,2,2` shows the shape auto picks and why. "
-             "Reduce-scatters stay flat; so does everything under the torch backend (its "
-             "bootstrap cannot split a group yet). off: one flat TAR over every rank"),
+             "A reduce-scatter (`MPI_Reduce_scatter_block`, `MPI_Reduce_scatter`) takes three stages too where each "
+             "host's ranks are consecutive in the communicator and every host's ranks own part of the call (each "
+             "host's link then carries B-B_h out, B·(H-1)/H for even blocks); elsewhere it stays flat and rank 0 logs "
+             "why. The torch backend takes it as MPI jobs do, under mpirun and launched as "
+             "torchrun launches (its gloo bootstrap splits a group per slice over the job's store). "
+             "off: one flat TAR over every rank"),
       // The udp transport's own.
       setting("OPTIREDUCE_UDP_IFACE", "(auto)", interface_name(&TransportSettings::udp, "eth0"),
               "udp transport: the interface; auto: loopback when every rank of the communicator shares one network "

@@ -74,6 +74,23 @@ CallStats Engine::allreduce(const void* input, void* output, std::uint64_t count
 
 CallStats Engine::reduce_scatter(const void* input, void* output, std::span<const std::uint64_t> counts, ElementFormat format,
                                  bool allow_bounded) {
+  CallStats stats = scatter_call(input, output, counts, format, allow_bounded, {}, false);
+  // A rank that owns an empty block receives nothing, so nothing holds it in the call: it could
+  // run calls ahead of the others further than the early store keeps their data. Where some
+  // block is empty (the counts are the same on every rank), the ranks leave the call together;
+  // in three stages the host stages hold them (hierarchy/host_tiers.hpp: every host receives).
+  const bool some_block_empty = std::find(counts.begin(), counts.end(), 0) != counts.end();
+  if (stats.ok() && some_block_empty && state_.ranks > 1 && !stats.stages.hierarchical) state_.bootstrap->allgather({});
+  return stats;
+}
+
+CallStats Engine::reduce_scatter(const void* input, void* output, std::span<const std::uint64_t> counts, ElementFormat format,
+                                 bool bounded, const Status& failed_here) {
+  return scatter_call(input, output, counts, format, bounded, failed_here, true);
+}
+
+CallStats Engine::scatter_call(const void* input, void* output, std::span<const std::uint64_t> counts, ElementFormat format,
+                               bool allow_bounded, const Status& failed_here, bool slice_exchange) {
   if (counts.size() != static_cast<std::size_t>(state_.ranks)) {
     CallStats stats;
     stats.status = Invalid("a reduce-scatter takes one count per rank: " + std::to_string(counts.size()) + " counts for " +
@@ -86,13 +103,9 @@ CallStats Engine::reduce_scatter(const void* input, void* output, std::span<cons
   for (std::uint64_t c : counts) call.count += c;
   call.shape = {Collective::reduce_scatter, format};
   call.blocks = counts;
-  CallStats stats = run_call(call, allow_bounded);
-  // A rank that owns an empty block receives nothing, so nothing holds it in the call: it could
-  // run calls ahead of the others further than the early store keeps their data. Where some
-  // block is empty (the counts are the same on every rank), the ranks leave the call together.
-  const bool some_block_empty = std::find(counts.begin(), counts.end(), 0) != counts.end();
-  if (stats.ok() && some_block_empty && state_.ranks > 1) state_.bootstrap->allgather({});
-  return stats;
+  call.failed_here = failed_here;
+  call.waits_for_every_block = slice_exchange;
+  return run_call(call, allow_bounded);
 }
 
 CallStats Engine::allreduce(const void* input, void* output, std::uint64_t count, ElementFormat format, bool bounded,
@@ -121,6 +134,12 @@ CallStats Engine::run_call(TarRequest call, bool allow_bounded) {
     // call has no slice to carry a host's failure to the others: it stays flat.
     stats.sequence = ++state_.calls;
     stats = tiers_->allreduce(call.input, call.output, call.count, call.shape.format, allow_bounded, std::move(stats), start);
+    state_.largest_call_bytes = std::max<std::size_t>(state_.largest_call_bytes, call.count * call.shape.element_bytes());
+  } else if (tiers_ && call.shape.scatter_only() && call.count > 0 && tiers_->takes_reduce_scatter(call.blocks)) {
+    // The same, a reduce-scatter (hierarchy/host_reduce_scatter.cpp): every host holds a part,
+    // so every host hears of a failure.
+    stats.sequence = ++state_.calls;
+    stats = tiers_->reduce_scatter(call.input, call.output, call.blocks, call.shape.format, allow_bounded, std::move(stats), start);
     state_.largest_call_bytes = std::max<std::size_t>(state_.largest_call_bytes, call.count * call.shape.element_bytes());
   } else {
     stats = run_flat(call, allow_bounded, std::move(stats), start);

@@ -61,10 +61,17 @@ class Engine {
   // what is still missing at the deadline is left out of the sum (never rescaled) and counted.
   CallStats reduce_scatter(const void* input, void* output, std::span<const std::uint64_t> counts, ElementFormat format,
                            bool bounded = false);
+  // The same, as one slice's exchange in a three-stage reduce-scatter
+  // (hierarchy/host_reduce_scatter.cpp): a rank whose caller failed its part enters flagged (as
+  // the allreduce above); the ranks do not leave together where a block is empty (the host stages
+  // hold them), and each stays until every rank closed its block (or the call failed), so that
+  // none leaves it succeeded while another failed it.
+  CallStats reduce_scatter(const void* input, void* output, std::span<const std::uint64_t> counts, ElementFormat format,
+                           bool bounded, const Status& failed_here);
 
   // Collective: from here on an allreduce (of any format) runs in three stages over `placement`
-  // (hierarchy/host_tiers.hpp), each slice's exchange over an engine `make` gives; reduce-scatters
-  // stay flat. On any rank's failure every rank stays flat and gets it back.
+  // (hierarchy/host_tiers.hpp), each slice's exchange over an engine `make` gives, and so does a
+  // reduce-scatter where HostTiers::takes_reduce_scatter. On any rank's failure every rank stays flat and gets it back.
   // Engine::create above does this where hierarchy/shape.hpp says the placement calls for it.
   Status enable_hierarchy(const Placement& placement, const HostTiers::MakeEngine& make);
   // Null while the calls are flat.
@@ -105,6 +112,9 @@ class Engine {
   static TransportPath* bounded_of(const Paths& paths) { return paths.bounded ? paths.bounded.get() : paths.exact.get(); }
   TransportPath* bounded_path() { return bounded_of(paths_); }
   CallKind choose_kind(unsigned call_class) const;
+  // A reduce-scatter, checked: `slice_exchange` for the exchange of a slice.
+  CallStats scatter_call(const void* input, void* output, std::span<const std::uint64_t> counts, ElementFormat format,
+                         bool allow_bounded, const Status& failed_here, bool slice_exchange);
   // Either operation: `call` names the buffers, the shape, the count and the class.
   CallStats run_call(TarRequest call, bool allow_bounded);
   // A call over every rank at once (not in three stages): its kind, its path, its agreements.

@@ -92,9 +92,9 @@ void HostStages::mark_progress() {
   segment_.counter(me_, 4).store(call_, std::memory_order_release);
 }
 
-Status HostStages::all_gather(const void* reduced, ElementRange mine, void* output, std::size_t elements,
-                              Clock::time_point deadline, bool failed, std::uint64_t* dropped, Clock::duration grace,
-                              ElementFormat format) {
+Status HostStages::all_gather_range(const void* reduced, ElementRange mine, void* output, ElementRange wanted,
+                                    Clock::time_point deadline, bool failed, std::uint64_t* dropped, Clock::duration grace,
+                                    ElementFormat format) {
   const std::size_t size = element_bytes(format);
   std::byte* result = segment_.result();
   const bool in_place = reduced == result + mine.begin * size;
@@ -116,8 +116,8 @@ Status HostStages::all_gather(const void* reduced, ElementRange mine, void* outp
     *dropped = 0;
     for (int k = 0; k < segment_.local_ranks(); ++k) *dropped += segment_.counter(k, 3).load(std::memory_order_relaxed);
   }
-  std::memcpy(output, result, elements * size);
-  bytes_ += ((in_place ? 0 : mine.size()) + elements) * size;  // (a failed part returned above)
+  if (wanted.size()) std::memcpy(output, result + wanted.begin * size, wanted.size() * size);
+  bytes_ += ((in_place ? 0 : mine.size()) + wanted.size()) * size;  // (a failed part returned above)
   return {};
 }
 

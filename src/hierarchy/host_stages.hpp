@@ -49,7 +49,14 @@ class HostStages {
   // every local rank (each slice has one holder on the host: the host's sum is the whole call's).
   Status all_gather(const void* reduced, ElementRange mine, void* output, std::size_t elements, Clock::time_point deadline,
                     bool failed = false, std::uint64_t* dropped = nullptr, Clock::duration grace = Clock::duration::zero(),
-                    ElementFormat format = ElementFormat::float32);
+                    ElementFormat format = ElementFormat::float32) {
+    return all_gather_range(reduced, mine, output, {0, elements}, deadline, failed, dropped, grace, format);
+  }
+  // The same, `output` receiving only the result's `wanted` range (a reduce-scatter's block: the
+  // host's result holds every local rank's, each written by the holders of its slices).
+  Status all_gather_range(const void* reduced, ElementRange mine, void* output, ElementRange wanted, Clock::time_point deadline,
+                          bool failed = false, std::uint64_t* dropped = nullptr, Clock::duration grace = Clock::duration::zero(),
+                          ElementFormat format = ElementFormat::float32);
 
   // Bytes this rank wrote to and read from the segment (the report's shared-memory bytes).
   std::uint64_t shared_memory_bytes() const { return bytes_; }

@@ -5,6 +5,7 @@
 
 #include "optireduce/engine/clock_us.hpp"
 #include "optireduce/engine/engine/engine.hpp"
+#include "optireduce/engine/hierarchy/scatter_map.hpp"
 #include "optireduce/engine/hierarchy/host_sum.hpp"
 
 namespace optireduce {
@@ -32,7 +33,8 @@ HostTiers::HostTiers(int rank, Placement placement, SliceMap slices, std::uint64
       exchange_grace_(exchange_grace),
       local_index_(placement_.local_index(rank)),
       local_ranks_(placement_.ranks_on(placement_.host_of_rank[static_cast<std::size_t>(rank)])),
-      my_slices_(slices_.slices_of(rank)) {}
+      my_slices_(slices_.slices_of(rank)),
+      scatter_flat_reason_(reduce_scatter_flat_reason(placement_)) {}
 
 HostTiers::~HostTiers() = default;
 
@@ -103,45 +105,41 @@ Status HostTiers::fit_segment(std::size_t bytes, Clock::time_point deadline) {
   return {};
 }
 
-CallStats HostTiers::allreduce(const void* input, void* output, std::uint64_t count, ElementFormat format, bool bounded,
-                               CallStats stats, Clock::time_point start) {
-  const auto deadline = start + watchdog_;
-  const auto elements = static_cast<std::size_t>(count);
-  const std::size_t size = element_bytes(format), granule = host_granule(format);
-  const ElementRange mine = local_range(local_index_, local_ranks_, elements, granule);
-  stats.stages.hierarchical = true;
-  const std::uint64_t shm_before = shared_memory_bytes();
-  // Stage 1: this rank's range summed over its host, failed on every local rank alike where it
-  // failed on one (its verdict). A host of one rank has nothing to sum: its slices are exchanged
-  // in the output.
-  Status failure;
-  auto* work = static_cast<std::byte*>(output);
-  std::size_t work_begin = 0;
+HostTiers::HostSums HostTiers::reduce_in_host(const void* input, void* whole, std::size_t elements, ElementRange mine,
+                                               ElementFormat format, Clock::time_point deadline) {
+  // This rank's range summed over its host, failed on every local rank alike where it failed on
+  // one (its verdict). A host of one rank has nothing to sum: its slices are exchanged in `whole`.
+  const std::size_t size = element_bytes(format);
+  HostSums sums{static_cast<std::byte*>(whole), 0, {}};
   if (local_ranks_ == 1) {
-    if (input != output) std::memcpy(output, input, elements * size);
-  } else {
-    reduced_.resize(std::max<std::size_t>(mine.size(), 1) * size);
-    work = reduced_.data(), work_begin = mine.begin;
-    failure = fit_segment(elements * size, deadline);
-    // The sum goes straight to this rank's range of the host's result area, where the exchanges
-    // then run and the all-gather finds it; after a failure the exchanges (which fail too) run in
-    // reduced_, leaving the result area to local ranks that may still copy the last call's.
-    if (failure.ok())
-      failure = stages_->reduce_scatter(input, elements, mine, stages_->result_range(mine, format), deadline, format);
-    if (failure.ok()) work = static_cast<std::byte*>(stages_->result_range(mine, format));
+    if (input != whole) std::memcpy(whole, input, elements * size);
+    return sums;
   }
-  const double reduced_at = us_since(start);
-  stats.stages.host_reduce_us = reduced_at;
-  // Stage 2: each of this rank's slices across hosts, in buffer order, run even after a failure:
-  // failed then, so that the slice's holders on every other host fail the call too.
+  reduced_.resize(std::max<std::size_t>(mine.size(), 1) * size);
+  sums.work = reduced_.data(), sums.begin = mine.begin;
+  sums.failure = fit_segment(elements * size, deadline);
+  // The sum goes straight to this rank's range of the host's result area, where the exchanges
+  // then run and the all-gather finds it; after a failure the exchanges (which fail too) run in
+  // reduced_, leaving the result area to local ranks that may still copy the last call's.
+  if (sums.failure.ok())
+    sums.failure = stages_->reduce_scatter(input, elements, mine, stages_->result_range(mine, format), deadline, format);
+  if (sums.failure.ok()) sums.work = static_cast<std::byte*>(stages_->result_range(mine, format));
+  return sums;
+}
+
+Status HostTiers::exchange_slices(const HostSums& sums, std::size_t elements, ElementFormat format, CallStats& stats,
+                                  const Exchange& exchange) {
+  // Each of this rank's slices across hosts, in buffer order, run even after a failure: failed
+  // then, so that the slice's holders on every other host fail the call too.
+  const std::size_t size = element_bytes(format);
+  Status failure = sums.failure;
   const std::uint64_t sent_before = transport_counters().bytes_sent;
   bool first = true;
   for (std::size_t i = 0; i < my_slices_.size(); ++i) {
-    const ElementRange r = slices_.elements_of(my_slices_[i], elements, granule);
+    const ElementRange r = slices_.elements_of(my_slices_[i], elements, host_granule(format));
     if (r.size() == 0) continue;  // every holder sees it empty alike
-    std::byte* at = work + (r.begin - work_begin) * size;
     if (stages_) stages_->mark_progress();
-    const CallStats one = engines_[i]->allreduce(at, at, r.size(), format, bounded, failure);
+    const CallStats one = exchange(*engines_[i], sums.work + (r.begin - sums.begin) * size, r, failure);
     if (!one.ok() && failure.ok()) failure = one.status;
     stats.dropped_entries += one.dropped_entries;
     stats.filled_entries += one.filled_entries;
@@ -158,21 +156,43 @@ CallStats HostTiers::allreduce(const void* input, void* output, std::uint64_t co
     for (std::size_t p = 0; p < kTarPhases; ++p) stats.phase_us[p] += one.phase_us[p];
   }
   stats.stages.network_bytes = transport_counters().bytes_sent - sent_before;
+  return failure;
+}
+
+CallStats HostTiers::allreduce(const void* input, void* output, std::uint64_t count, ElementFormat format, bool bounded,
+                               CallStats stats, Clock::time_point start) {
+  const auto deadline = start + watchdog_;
+  const auto elements = static_cast<std::size_t>(count);
+  const ElementRange mine = local_range(local_index_, local_ranks_, elements, host_granule(format));
+  stats.stages.hierarchical = true;
+  const std::uint64_t shm_before = shared_memory_bytes();
+  // Stage 1: this rank's range summed over its host (a host of one rank: in the output).
+  const HostSums sums = reduce_in_host(input, output, elements, mine, format, deadline);
+  const double reduced_at = us_since(start);
+  stats.stages.host_reduce_us = reduced_at;
+  // Stage 2: each slice's allreduce among its holders.
+  Status failure = exchange_slices(sums, elements, format, stats, [&](Engine& engine, std::byte* at, ElementRange r, const Status& failed) {
+    return engine.allreduce(at, at, r.size(), format, bounded, failed);
+  });
   const double exchanged_at = us_since(start);
   stats.stages.exchange_us = exchanged_at - reduced_at;
   // Stage 3: every host's sum to every local rank, and every local rank's failure to all.
   if (local_ranks_ > 1 && stages_) {
     // The call's dropped entries: every slice's, the same count on every rank.
-    const Status gathered =
-        stages_->all_gather(work, mine, output, elements, deadline, !failure.ok(), &stats.dropped_entries, exchange_grace_,
-                            format);
+    const Status gathered = stages_->all_gather(sums.work, mine, output, elements, deadline, !failure.ok(),
+                                                &stats.dropped_entries, exchange_grace_, format);
     if (failure.ok()) failure = gathered;
   }
+  finish_stats(stats, shm_before, exchanged_at, start, failure);
+  return stats;
+}
+
+void HostTiers::finish_stats(CallStats& stats, std::uint64_t shm_before, double exchanged_at, Clock::time_point start,
+                             const Status& failure) const {
   stats.stages.shared_memory_bytes = shared_memory_bytes() - shm_before;
   stats.latency_us = us_since(start);
   stats.stages.host_gather_us = stats.latency_us - exchanged_at;
   stats.status = failure;
-  return stats;
 }
 
 TransportCounters HostTiers::transport_counters() const {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,15 @@ class HostTiers {
   CallStats allreduce(const void* input, void* output, std::uint64_t count, ElementFormat format, bool bounded,
                       CallStats stats, Clock::time_point start);
 
+  // A reduce-scatter (sum) of `format` in three stages (hierarchy/host_reduce_scatter.cpp,
+  // docs/design.md "Reduce-scatters in three stages"): `blocks` one per rank, as
+  // Engine::reduce_scatter takes them; only where takes_reduce_scatter(blocks).
+  CallStats reduce_scatter(const void* input, void* output, std::span<const std::uint64_t> blocks, ElementFormat format,
+                           bool bounded, CallStats stats, Clock::time_point start);
+  // Whether the three stages take this reduce-scatter: the same answer on every rank (the
+  // placement and the blocks are); where not, rank 0 logs why, once per reason.
+  bool takes_reduce_scatter(std::span<const std::uint64_t> blocks);
+
   // The name of a host's segment, the `generation`-th this communicator attached (from 1).
   static std::string segment_name(std::uint64_t comm_id, const std::string& host, unsigned generation);
 
@@ -62,6 +72,27 @@ class HostTiers {
  private:
   HostTiers(int rank, Placement placement, SliceMap slices, std::uint64_t comm_id, std::chrono::milliseconds watchdog,
             Clock::duration exchange_grace);
+  // Stage 1's outcome: where this rank's slices are exchanged (`work` holds the buffer from
+  // element `begin` on: its range in the host's result area, a private buffer after a failure,
+  // the whole buffer on a host of one rank) and whether the host's reduce-scatter failed.
+  struct HostSums {
+    std::byte* work = nullptr;
+    std::size_t begin = 0;
+    Status failure;
+  };
+  // Stage 1: this rank's range of `input` summed over its host; a host of one rank copies
+  // `input` to `whole` (`elements` elements) instead.
+  HostSums reduce_in_host(const void* input, void* whole, std::size_t elements, ElementRange mine, ElementFormat format,
+                          Clock::time_point deadline);
+  // Stage 2: `exchange` on each of this rank's slices that is not empty, in buffer order, the
+  // slice's elements at `at` (flagged with the failure so far), its figures folded into `stats`;
+  // returns the call's failure so far.
+  using Exchange = std::function<CallStats(Engine& engine, std::byte* at, ElementRange slice, const Status& failed)>;
+  Status exchange_slices(const HostSums& sums, std::size_t elements, ElementFormat format, CallStats& stats,
+                         const Exchange& exchange);
+  // The figures every three-stage call ends with, and its outcome.
+  void finish_stats(CallStats& stats, std::uint64_t shm_before, double exchanged_at, Clock::time_point start,
+                    const Status& failure) const;
   static std::uint64_t segment_id(std::uint64_t comm_id, unsigned generation);
   // The host's segment holds `bytes` per slot: attached again, larger, where it does not (every
   // local rank sees the same count, so all attach together).
@@ -82,7 +113,12 @@ class HostTiers {
   std::unique_ptr<HostStages> stages_;
   unsigned segment_generation_ = 0;
   std::uint64_t shm_bytes_before_ = 0;  // of earlier segments
-  std::vector<std::byte> reduced_;      // this rank's range in its host (after a failure)
+  // This rank's range in its host (after a failure); a host of one rank: a reduce-scatter's buffer.
+  std::vector<std::byte> reduced_;
+  // Why this placement's reduce-scatters stay flat (empty: they take the three stages), and the
+  // reasons rank 0 logged already.
+  const std::string scatter_flat_reason_;
+  std::vector<std::string> scatter_reasons_logged_;
 };
 
 }  // namespace optireduce

@@ -35,6 +35,12 @@ Inbound classify(const InboundMessage& message, const CallView& call) {
     in.kind = h.epoch > call.epoch ? InboundKind::early : InboundKind::call_failed;
     return in;
   }
+  if (h.kind == MessageKind::peer_done && h.length == 0 && h.epoch > call.epoch) {
+    // A peer that closed its block of a later call before this rank got there (it owns an empty
+    // one): its word waits for this rank like its data.
+    in.kind = InboundKind::early;
+    return in;
+  }
   if (h.kind == MessageKind::peer_done || h.kind == MessageKind::alive) {
     const bool current = h.epoch == call.epoch && call.in_call && h.length == 0;
     in.kind = !current ? InboundKind::ignored : h.kind == MessageKind::alive ? InboundKind::alive : InboundKind::peer_done;

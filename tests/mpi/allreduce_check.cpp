@@ -29,6 +29,7 @@ constexpr Case kCases[] = {
     {"reduce_scatter", mpitest::case_reduce_scatter, false}, {"hierarchy", mpitest::case_hierarchy, false},
     {"hierarchy_half", mpitest::case_hierarchy_half, false},
     {"reduce_scatter_bounded", mpitest::case_reduce_scatter_bounded, false}, {"outage", mpitest::case_outage, false},
+    {"hierarchy_reduce_scatter", mpitest::case_hierarchy_reduce_scatter, false},
 };
 
 }  // namespace

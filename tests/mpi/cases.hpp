@@ -20,6 +20,7 @@ int case_smoke();       // a few calls, for tests about configuration, reports a
 int case_hierarchy();   // one size of calls over several hosts (cluster.sh): replicas identical, sums right
 int case_hierarchy_half();  // the same in fp16 and bf16 (2-byte datatype, user op): three stages in 16 bits
 int case_reduce_scatter();  // MPI_Reduce_scatter(_block): every shape, exact, counted; what passes through
+int case_hierarchy_reduce_scatter();  // reduce-scatters over several hosts (cluster.sh): each block's sum right
 
 // Bounded mode (case_bounded.cpp); run with OPTIREDUCE_MODE=bounded and the faults they name.
 int case_bounded_loss();    // OPTIREDUCE_FAULT_DROP: dropped fraction near the rate, error explained

@@ -7,6 +7,8 @@
 
 #include <functional>
 #include <memory>
+#include <numeric>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -31,6 +33,7 @@ inline std::vector<float> tiers_exact_sum(int ranks, int call, std::uint64_t cou
 
 struct TiersJob {
   std::vector<int> counts;  // ranks per host
+  std::vector<std::string> names;  // or, where given, the host of each rank
   int calls = 3;
   std::uint64_t count = 10000;
   EngineOptions options;
@@ -41,6 +44,9 @@ struct TiersJob {
   bool bounded = false;           // the calls allow deadlines
   bool exact_over_mpi = false;    // the slices' engines have no exact transport: the bootstrap's
   std::function<std::uint64_t(int call)> count_of;      // null: `count` in every call
+  // Where given, every call is a reduce-scatter of these blocks (one per rank; `count` and
+  // count_of unused), and each result is the rank's block.
+  std::function<std::vector<std::uint64_t>(int call)> blocks_of;
   ElementFormat format = ElementFormat::float32;         // of every call
   std::function<float(int rank, int call, std::uint64_t i)> value_of;  // null: tiers_value
   std::function<void(int rank, int call, const Engine&)> before_call;
@@ -55,7 +61,7 @@ struct TiersOutcome {
 
 // Every call in place on every rank (after a failure too: those fail at once).
 inline TiersOutcome run_tiers_job(const TiersJob& job) {
-  const Placement placement = placement_from_counts(job.counts);
+  const Placement placement = job.names.empty() ? placement_from_counts(job.counts) : placement_from_names(job.names);
   const int ranks = placement.ranks(), calls = job.calls;
   auto fabric = std::make_shared<InProcFabric>(ranks);
   TiersOutcome out;
@@ -86,7 +92,10 @@ inline TiersOutcome run_tiers_job(const TiersJob& job) {
       }
       tiered[static_cast<std::size_t>(r)] = 1;
       for (int c = 0; c < calls; ++c) {
-        const std::uint64_t count = job.count_of ? job.count_of(c) : job.count;
+        const std::vector<std::uint64_t> blocks = job.blocks_of ? job.blocks_of(c) : std::vector<std::uint64_t>{};
+        const std::uint64_t count = job.blocks_of ? std::accumulate(blocks.begin(), blocks.end(), std::uint64_t{0})
+                                    : job.count_of ? job.count_of(c)
+                                                   : job.count;
         std::vector<float> values(count);
         for (std::uint64_t i = 0; i < count; ++i) values[i] = job.value_of ? job.value_of(r, c, i) : tiers_value(r, c, i);
         const bool wide = job.format == ElementFormat::float32;
@@ -95,6 +104,18 @@ inline TiersOutcome run_tiers_job(const TiersJob& job) {
         void* buffer = wide ? static_cast<void*>(values.data()) : half.data();
         if (job.before_call) job.before_call(r, c, *engine);
         const std::size_t at = static_cast<std::size_t>(c * ranks + r);
+        if (job.blocks_of) {
+          // In place on odd calls: the block at the buffer's start.
+          const std::uint64_t mine = blocks[static_cast<std::size_t>(r)];
+          std::vector<std::uint16_t> half_block(wide ? 0 : mine);
+          std::vector<float> block(mine, -1.0f);
+          void* output = c % 2 ? buffer : wide ? static_cast<void*>(block.data()) : half_block.data();
+          out.stats[at] = engine->reduce_scatter(buffer, output, blocks, job.format, job.bounded);
+          if (!wide) widen(job.format, c % 2 ? half.data() : half_block.data(), block.data(), mine);
+          else if (c % 2) std::copy(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mine), block.begin());
+          out.results[at] = std::move(block);
+          continue;
+        }
         out.stats[at] = engine->allreduce(buffer, buffer, count, job.format, job.bounded);
         if (!wide) widen(job.format, half.data(), values.data(), count);
         out.results[at] = std::move(values);

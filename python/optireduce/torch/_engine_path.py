@@ -36,8 +36,9 @@ class EnginePath:
         """name: of the thread; world: this is the job's default group (optireduce_init runs over it)."""
         self.lib = _engine.library()
         self.rank, self.size, self.world = rank, size, world
-        self.gloo = dist.ProcessGroupGloo(dist.PrefixStore("optireduce/bootstrap", store), rank, size, timeout)
-        self.bootstrap = GlooBootstrap(self.gloo, rank, size)
+        prefix = "optireduce/bootstrap"
+        self.gloo = dist.ProcessGroupGloo(dist.PrefixStore(prefix, store), rank, size, timeout)
+        self.bootstrap = GlooBootstrap(self.gloo, rank, size, store, prefix, timeout)
         self.thread = SerialThread(name, describe_failure)
         self.handle = None
         try:

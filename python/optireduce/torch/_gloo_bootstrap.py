@@ -5,15 +5,22 @@ takes the GIL for each; every wait below is a gloo wait, which releases it). The
 used by that thread alone, so its collectives run in the same order on every rank; the process
 group's delegated collectives use another one. A callback never raises: it returns non-zero and
 keeps the error, which the engine turns into a failed call.
+
+It splits (the engine's three-stage call asks for one group per slice): each group is a
+GlooBootstrap of its own over a gloo group made on the job's store (_gloo_split), handed to the
+engine as a context number, kept here until the engine releases it. Calls on a split group run on
+the same thread as the parent's.
 """
 import ctypes
 import datetime
+import sys
 
 import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import AllgatherOptions
 
 from .. import _engine
+from . import _gloo_split
 
 
 def _view(address, dtype, count):
@@ -26,18 +33,28 @@ def _view(address, dtype, count):
 
 
 class GlooBootstrap:
-    def __init__(self, gloo, rank, size, own_path="gloo"):
+    def __init__(self, gloo, rank, size, store, prefix, group_timeout, own_path="gloo", context=None, release=None):
+        """gloo: the group's gloo group, made on `store` (the job's) under `prefix`; group_timeout (a
+        timedelta): the groups split from this one are made with it. context and release: what the
+        struct carries (a split group's number and its parent's release; none for a group's own)."""
         self.gloo, self.rank, self.size = gloo, rank, size
+        self.store, self.prefix, self.group_timeout = store, prefix, group_timeout
         self.timeout = None    # seconds for each collective; None: the gloo group's own
         self.error = None      # the first callback failure, for the message of the call it failed
         self._pending = None   # (work, outputs, destination, bytes) of a started all-gather
+        self._splits = 0       # splits so far (collective: the same count on every rank)
+        self._children = {}    # context number -> GlooBootstrap of a split group the engine holds
         # The callback objects must outlive every use of the struct.
         self._allgather = _engine.ALLGATHER(self._cb_allgather)
         self._start = _engine.ALLGATHER(self._cb_start)
         self._finish = _engine.FINISH_ALLGATHER(self._cb_finish)
         self._sum = _engine.ALLREDUCE_SUM(self._cb_sum)
-        self.struct = _engine.Bootstrap(rank, size, None, self._allgather, self._start, self._finish, self._sum,
-                                        _engine.RELEASE(), own_path.encode())
+        self._split = _engine.SPLIT(self._cb_split)
+        self._release = _engine.RELEASE(self._cb_release)
+        self.struct = _engine.Bootstrap(rank, size, context, self._allgather, self._start, self._finish, self._sum,
+                                        release if release is not None else _engine.RELEASE(), own_path.encode(),
+                                        self._split)
+        self._own_path = own_path
 
     # --- collectives the backend also uses itself (on the same thread) ----------------------------
     def _options(self, options):
@@ -111,3 +128,29 @@ class GlooBootstrap:
             return 0
         except BaseException as error:  # noqa: B902
             return self._fail("allreduce", error)
+
+    def _cb_split(self, _context, color, key, out):
+        """out <- the bootstrap of this rank's group (ranks 0 for color < 0)."""
+        try:
+            count, self._splits = self._splits, self._splits + 1
+            made = _gloo_split.split(self.gloo, self.rank, self.size, self._options(AllgatherOptions()), self.store,
+                                     self.prefix, count, color, key, self.group_timeout)
+            target = ctypes.cast(out, ctypes.POINTER(_engine.Bootstrap))
+            if made is None:
+                target[0] = _engine.Bootstrap()
+                return 0
+            gloo, rank, size, prefix = made
+            number = max(self._children, default=0) + 1
+            child = GlooBootstrap(gloo, rank, size, self.store, prefix, self.group_timeout, self._own_path, number,
+                                  self._release)
+            self._children[number] = child
+            target[0] = child.struct
+            return 0
+        except BaseException as error:  # noqa: B902
+            self._fail(f"split (color {color})", error)
+            print(f"optireduce: rank {self.rank}: {self.error} (this group's calls stay flat)", file=sys.stderr, flush=True)
+            return 1
+
+    def _cb_release(self, context):
+        """The engine is done with the split group numbered `context`."""
+        self._children.pop(context, None)
