@@ -6,14 +6,14 @@
 # error); with KIND half, its hierarchy_half case: fp16 then bf16 calls of 2-byte elements; with
 # KIND reduce_scatter, its hierarchy_reduce_scatter case: float32 reduce-scatters, each rank's
 # block exact where no exchange was bounded, else every entry its host's part of the sum plus
-# other hosts', every wrong one counted. Then:
+# other hosts', every wrong one counted (reduce_scatter_half: the same in fp16, then bf16). Then:
 #   - the report: every rank ran its calls through the engine, in three stages, no failure;
 #   - each host's eth0 sent at most 1.2 x what the call needs per call, plus 5 % for headers and
 #     4 MiB for the job's start and checks, counted over the whole job (calibration included): an
 #     allreduce 2·B·(H−1)/H (B the call's bytes: 2 per element in 16 bits), a reduce-scatter
 #     B − B_h (B_h the blocks of the host's ranks: B·(H−1)/H where they are even); a flat call
 #     would send L times it from a host of L ranks.
-#   mpi_hierarchy.sh CLUSTER_SH TIMEOUT_EXE LIBRARY CHECK_EXE WORKDIR HOSTS RANKS_PER_HOST NP PERMILLE [float32|half|reduce_scatter]
+#   mpi_hierarchy.sh CLUSTER_SH TIMEOUT_EXE LIBRARY CHECK_EXE WORKDIR HOSTS RANKS_PER_HOST NP PERMILLE [float32|half|reduce_scatter|reduce_scatter_half]
 set -uo pipefail
 cluster=$1 timeout_exe=$2 lib=$3 check=$4 work=$5 hosts=$6 per_host=$7 np=$8 permille=$9 kind=${10:-float32}
 . "$(dirname "$0")/skip_unless_root_netns.sh"
@@ -25,7 +25,9 @@ case $kind in
   float32) calls=30 element_bytes=4 job=(-x MPITEST_FLOATS=$elements -x MPITEST_CALLS=$calls "$check" hierarchy) ;;
   half) calls=30 element_bytes=2 job=(-x MPITEST_ELEMENTS=$elements -x MPITEST_CALLS=$((calls / 2)) "$check" hierarchy_half) ;;
   reduce_scatter) calls=30 element_bytes=4 job=(-x MPITEST_FLOATS=$elements -x MPITEST_CALLS=$calls "$check" hierarchy_reduce_scatter) ;;
-  *) echo "mpi_hierarchy.sh: KIND must be float32, half or reduce_scatter, not '$kind'" >&2; exit 2 ;;
+  reduce_scatter_half) calls=40 element_bytes=2
+    job=(-x MPITEST_FLOATS=$elements -x MPITEST_CALLS=$calls -x MPITEST_FORMAT=half "$check" hierarchy_reduce_scatter) ;;
+  *) echo "mpi_hierarchy.sh: KIND must be float32, half, reduce_scatter or reduce_scatter_half, not '$kind'" >&2; exit 2 ;;
 esac
 rm -rf "$work" && mkdir -p "$work" || exit 1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -51,7 +53,7 @@ for r in sorted(report["ranks"], key=lambda r: r["rank"]):
                    f"{r['engine_failures']} failures")
 b = elements * element_bytes
 for h, l in enumerate(links["links"]):
-    if kind == "reduce_scatter":  # the host's ranks own B_h of the B bytes: it sends out the rest
+    if kind.startswith("reduce_scatter"):  # the host's ranks own B_h of the B bytes: it sends out the rest
         local = min(per_host, np - h * per_host)
         need, what = b * (np - local) / np, "B-B_h"
     else:
