@@ -87,7 +87,8 @@ def failure(c, parent, rank, store):
     all_, _ = gathered(parent.struct, 300 + rank)
     c.check(all_ == [300, 301, 302, 303], f"the parent's all-gather after it gives {all_}")
     rc, out = split(parent, rank % 2, rank)
-    c.check(rc == 0 and out.ranks == 2 and out.rank == rank // 2, f"the next split: rc {rc}, rank {out.rank} of {out.ranks}")
+    c.check(rc == 0 and out.ranks == 2 and out.rank == rank // 2,
+            f"the next split: rc {rc}, rank {out.rank} of {out.ranks}")
     if out.ranks:
         pair, _ = gathered(out, 400 + rank)
         c.check(pair == [400 + rank % 2, 402 + rank % 2], f"its group gathers {pair}")
