@@ -352,7 +352,10 @@ Status TarCall::finish_reduce_scatter() {
       if (p != s_.rank && !s_.done_from[p]) return false;
     return true;
   };
-  if (!datagrams && request_.waits_for_every_block && s_.ranks > 1) {
+  if (!datagrams && s_.ranks > 1) {
+    // A rank's block needs only what is sent to it: one whose block is complete (at once where
+    // it is empty) stays until every rank said its own is, so that none leaves succeeded while a
+    // peer fails the call (whose failure agreement would then wait for it, or part the outcomes).
     // Every word comes: a peer's that does not has failed the call (its notice ends this wait).
     OR_RETURN_IF_ERROR(wait(hard_deadline_, all_done));
   } else if (datagrams && s_.ranks > 1) {

@@ -41,10 +41,6 @@ struct TarRequest {
   // Not ok: this rank's caller failed its part before the call (its input is not to be used;
   // hierarchy/host_tiers.hpp). The call gives up at once and tells the peers, who fail it too.
   Status failed_here;
-  // A reduce-scatter that ends only once every rank said its block is closed, over a reliable
-  // transport too (or fails at the hard deadline): no rank leaves it succeeded while another
-  // failed it (Engine::reduce_scatter_sum).
-  bool waits_for_every_block = false;
 };
 
 class TarCall {

@@ -193,8 +193,9 @@ const std::vector<Parameter>& engine_parameters() {
       setting("OPTIREDUCE_TIMEOUT_MS", std::to_string(defaults::kTimeoutMs), integer_range(&Config::timeout_ms, 1, 3600000),
               "hard cap on every deadline of a bounded call"),
       setting("OPTIREDUCE_WATCHDOG_MS", std::to_string(defaults::kWatchdogMs), integer_range(&Config::watchdog_ms, 1, 86400000),
-              "how long an exact wait (a call in reliable mode, calibration, connecting) waits for a peer before the call "
-              "fails with MPI_ERR_OTHER through the communicator's error handler instead of hanging"),
+              "how long an exact wait (a call in reliable mode, calibration, connecting, the torch backend forming a "
+              "group per slice) waits for a peer before the call fails with MPI_ERR_OTHER through the communicator's "
+              "error handler instead of hanging"),
       setting("OPTIREDUCE_LOSS_BUDGET", fraction_text(defaults::kLossBudget),
               fraction([](Config& c, double x) { c.loss_budget = x; }),
               "when the recent bounded calls lose more than this share of entries on average (or one loses more than "

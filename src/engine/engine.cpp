@@ -74,9 +74,10 @@ CallStats Engine::allreduce(const void* input, void* output, std::uint64_t count
 
 CallStats Engine::reduce_scatter(const void* input, void* output, std::span<const std::uint64_t> counts, ElementFormat format,
                                  bool allow_bounded) {
-  CallStats stats = scatter_call(input, output, counts, format, allow_bounded, {}, false);
-  // A rank that owns an empty block receives nothing, so nothing holds it in the call: it could
-  // run calls ahead of the others further than the early store keeps their data. Where some
+  CallStats stats = scatter_call(input, output, counts, format, allow_bounded, {});
+  // A rank that owns an empty block receives nothing but its peers' words that their blocks are
+  // closed, which over datagrams it stops waiting for at its agreement window: it could run
+  // calls ahead of the others further than the early store keeps their data. Where some
   // block is empty (the counts are the same on every rank), the ranks leave the call together;
   // in three stages the host stages hold them (hierarchy/host_tiers.hpp: every host receives).
   const bool some_block_empty = std::find(counts.begin(), counts.end(), 0) != counts.end();
@@ -86,11 +87,11 @@ CallStats Engine::reduce_scatter(const void* input, void* output, std::span<cons
 
 CallStats Engine::reduce_scatter(const void* input, void* output, std::span<const std::uint64_t> counts, ElementFormat format,
                                  bool bounded, const Status& failed_here) {
-  return scatter_call(input, output, counts, format, bounded, failed_here, true);
+  return scatter_call(input, output, counts, format, bounded, failed_here);
 }
 
 CallStats Engine::scatter_call(const void* input, void* output, std::span<const std::uint64_t> counts, ElementFormat format,
-                               bool allow_bounded, const Status& failed_here, bool slice_exchange) {
+                               bool allow_bounded, const Status& failed_here) {
   if (counts.size() != static_cast<std::size_t>(state_.ranks)) {
     CallStats stats;
     stats.status = Invalid("a reduce-scatter takes one count per rank: " + std::to_string(counts.size()) + " counts for " +
@@ -104,7 +105,6 @@ CallStats Engine::scatter_call(const void* input, void* output, std::span<const 
   call.shape = {Collective::reduce_scatter, format};
   call.blocks = counts;
   call.failed_here = failed_here;
-  call.waits_for_every_block = slice_exchange;
   return run_call(call, allow_bounded);
 }
 

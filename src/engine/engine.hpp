@@ -64,8 +64,8 @@ class Engine {
   // The same, as one slice's exchange in a three-stage reduce-scatter
   // (hierarchy/host_reduce_scatter.cpp): a rank whose caller failed its part enters flagged (as
   // the allreduce above); the ranks do not leave together where a block is empty (the host stages
-  // hold them), and each stays until every rank closed its block (or the call failed), so that
-  // none leaves it succeeded while another failed it.
+  // hold them). Each stays until every rank closed its block (or the call failed), as every
+  // reduce-scatter does (call/tar_call.cpp), so that none leaves it succeeded while another failed it.
   CallStats reduce_scatter(const void* input, void* output, std::span<const std::uint64_t> counts, ElementFormat format,
                            bool bounded, const Status& failed_here);
 
@@ -112,9 +112,9 @@ class Engine {
   static TransportPath* bounded_of(const Paths& paths) { return paths.bounded ? paths.bounded.get() : paths.exact.get(); }
   TransportPath* bounded_path() { return bounded_of(paths_); }
   CallKind choose_kind(unsigned call_class) const;
-  // A reduce-scatter, checked: `slice_exchange` for the exchange of a slice.
+  // A reduce-scatter, checked.
   CallStats scatter_call(const void* input, void* output, std::span<const std::uint64_t> counts, ElementFormat format,
-                         bool allow_bounded, const Status& failed_here, bool slice_exchange);
+                         bool allow_bounded, const Status& failed_here);
   // Either operation: `call` names the buffers, the shape, the count and the class.
   CallStats run_call(TarRequest call, bool allow_bounded);
   // A call over every rank at once (not in three stages): its kind, its path, its agreements.

@@ -10,6 +10,14 @@ own callbacks, then released. At 4 ranks launched as torchrun launches (optiredu
   - the store keeps nothing of any split: after 12 more splits and releases its key count is
     what it was before the first.
 
+With the argument `failure` (OPTIREDUCE_WATCHDOG_MS short, the groups' timeout torch's default of
+30 minutes): rank 1's part of a split (colors 0, 1, 0, 1) raises before it joins its group (the
+test replaces _gloo_split._connect there). Rank 3, its group's other member, gives up within
+OPTIREDUCE_WATCHDOG_MS, not the groups' timeout (before that bound this test ran into its own
+timeout); every rank's split fails alike, with no group, and the same reason naming rank 1; the
+store keeps nothing of it; the parent's sum and all-gather still give the exact values, and the
+next split works.
+
 Rank 0 prints one line per check; exit 0, 1 on a failed check, 77 without torch.
 """
 import ctypes
@@ -25,6 +33,7 @@ except ImportError as error:
 
 from checks import Checks
 from optireduce import _engine
+from optireduce.torch import _gloo_split
 from optireduce.torch._gloo_bootstrap import GlooBootstrap
 
 TIMEOUT = datetime.timedelta(seconds=60)
@@ -54,7 +63,42 @@ def summed(b, values):
     return list(data)
 
 
+def refused(*_):
+    raise RuntimeError("test: rank 1 does not join")
+
+
+def failure(c, parent, rank, store):
+    """A split whose group cannot form on rank 1 fails on every rank, then everything still works."""
+    keys_before = store.num_keys()
+    if rank == 1:
+        _gloo_split._connect = refused
+    rc, out = split(parent, rank % 2, rank)
+    c.check(rc != 0 and out.ranks == 0 and not parent._children,
+            f"the split fails with no group on every rank: rc {rc}, {out.ranks} ranks, {len(parent._children)} kept")
+    why = getattr(parent, "split_error", None) or ""
+    c.check("rank 1 (RuntimeError: test: rank 1 does not join)" in why and "flat" in why,
+            f"the reason names rank 1 and why: {why!r}")
+    _gloo_split._connect = dist.ProcessGroupGloo
+    parent.barrier()
+    c.check(store.num_keys() == keys_before, f"the failed split leaves nothing in the store: {keys_before} keys "
+            f"before, {store.num_keys()} after")
+    sums = summed(parent.struct, [rank + 1.0, 0.25])
+    c.check(sums == [10.0, 1.0], f"the parent's sum after it gives {sums}, expected [10.0, 1.0]")
+    all_, _ = gathered(parent.struct, 300 + rank)
+    c.check(all_ == [300, 301, 302, 303], f"the parent's all-gather after it gives {all_}")
+    rc, out = split(parent, rank % 2, rank)
+    c.check(rc == 0 and out.ranks == 2 and out.rank == rank // 2,
+            f"the next split: rc {rc}, rank {out.rank} of {out.ranks}")
+    if out.ranks:
+        pair, _ = gathered(out, 400 + rank)
+        c.check(pair == [400 + rank % 2, 402 + rank % 2], f"its group gathers {pair}")
+        out.release(out.context)
+
+
 def main():
+    global TIMEOUT
+    if sys.argv[1:] == ["failure"]:
+        TIMEOUT = datetime.timedelta(minutes=30)  # torch's default: the bound must come from elsewhere
     dist.init_process_group("gloo", timeout=TIMEOUT)
     rank, size = dist.get_rank(), dist.get_world_size()
     c = Checks("gloo_split", rank)
@@ -68,6 +112,11 @@ def main():
     parent.barrier()
     keys_before = store.num_keys()
     parent.barrier()
+    if sys.argv[1:] == ["failure"]:
+        failure(c, parent, rank, store)
+        parent.barrier()
+        dist.destroy_process_group()
+        return 1 if c.failures else 0
 
     color = [0, 1, 0, -1][rank]
     rc, out = split(parent, color, -rank)

@@ -9,7 +9,8 @@ keeps the error, which the engine turns into a failed call.
 It splits (the engine's three-stage call asks for one group per slice): each group is a
 GlooBootstrap of its own over a gloo group made on the job's store (_gloo_split), handed to the
 engine as a context number, kept here until the engine releases it. Calls on a split group run on
-the same thread as the parent's.
+the same thread as the parent's. A split that cannot form fails on every rank within
+OPTIREDUCE_WATCHDOG_MS (_gloo_split), and the engine keeps the flat call.
 """
 import ctypes
 import datetime
@@ -41,6 +42,7 @@ class GlooBootstrap:
         self.store, self.prefix, self.group_timeout = store, prefix, group_timeout
         self.timeout = None    # seconds for each collective; None: the gloo group's own
         self.error = None      # the first callback failure, for the message of the call it failed
+        self.split_error = None  # why the last split that failed failed, on every rank alike
         self._pending = None   # (work, outputs, destination, bytes) of a started all-gather
         self._splits = 0       # splits so far (collective: the same count on every rank)
         self._children = {}    # context number -> GlooBootstrap of a split group the engine holds
@@ -130,23 +132,33 @@ class GlooBootstrap:
             return self._fail("allreduce", error)
 
     def _cb_split(self, _context, color, key, out):
-        """out <- the bootstrap of this rank's group (ranks 0 for color < 0)."""
+        """out <- the bootstrap of this rank's group (ranks 0 for color < 0). Fails on every rank
+        alike where any rank's part failed (_gloo_split); rank 0 prints the one line saying why."""
         try:
             count, self._splits = self._splits, self._splits + 1
-            made = _gloo_split.split(self.gloo, self.rank, self.size, self._options(AllgatherOptions()), self.store,
-                                     self.prefix, count, color, key, self.group_timeout)
+            bound = min(self.group_timeout, datetime.timedelta(seconds=_gloo_split.watchdog_seconds()))
+            made, failures = _gloo_split.split(self.gloo, self.rank, self.size, self._options(AllgatherOptions()),
+                                               self.store, self.prefix, count, color, key, bound)
             target = ctypes.cast(out, ctypes.POINTER(_engine.Bootstrap))
+            target[0] = _engine.Bootstrap()
+            if failures:
+                self.split_error = "the split for the three-stage call failed on " + ", ".join(
+                    f"rank {r} ({why})" for r, why in failures) + "; every rank keeps the flat call"
+                if self.rank == 0:
+                    print(f"optireduce: {self.split_error}", file=sys.stderr, flush=True)
+                return 1
             if made is None:
-                target[0] = _engine.Bootstrap()
                 return 0
             gloo, rank, size, prefix = made
             number = max(self._children, default=0) + 1
             child = GlooBootstrap(gloo, rank, size, self.store, prefix, self.group_timeout, self._own_path, number,
                                   self._release)
+            child.timeout = self.group_timeout.total_seconds()  # its collectives: as the parent's
             self._children[number] = child
             target[0] = child.struct
             return 0
-        except BaseException as error:  # noqa: B902
+        except BaseException as error:  # noqa: B902 (never raise through C)
+            # The parent's own collectives failed: the engine's agreement over it fails as well.
             self._fail(f"split (color {color})", error)
             print(f"optireduce: rank {self.rank}: {self.error} (this group's calls stay flat)", file=sys.stderr, flush=True)
             return 1
