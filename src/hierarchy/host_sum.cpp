@@ -1,6 +1,7 @@
 #include "optireduce/engine/hierarchy/host_sum.hpp"
 
 #include "optireduce/elements/convert.hpp"
+#include "optireduce/engine/tar/float_sum.hpp"
 
 namespace optireduce {
 
@@ -15,13 +16,7 @@ void sum_host_parts(ElementFormat format, const std::vector<const void*>& parts,
     sum_widened(sum, n);
     return;
   }
-  auto* to = static_cast<float*>(out);
-  const auto* first = static_cast<const float*>(parts[0]);
-  for (std::size_t i = 0; i < n; ++i) to[i] = first[i];
-  for (std::size_t k = 1; k < parts.size(); ++k) {
-    const auto* from = static_cast<const float*>(parts[k]);
-    for (std::size_t i = 0; i < n; ++i) to[i] += from[i];
-  }
+  sum_in_order(parts.data(), static_cast<int>(parts.size()), static_cast<float*>(out), nullptr, n);
 }
 
 }  // namespace optireduce
