@@ -25,8 +25,12 @@ TarCall::TarCall(EngineState& state, TransportPath& path, const TarRequest& requ
 
 Status TarCall::wait(Clock::time_point deadline, const std::function<bool()>& done) {
   auto handler = [this](const InboundMessage& m) { handle(m); };
-  while (!done()) {
+  // A peer's failure notice, once handled, fails the call here too, even where what the wait
+  // needs came with it: that peer failed the call, whatever this rank has (a late rank finds its
+  // data, its peers' words and their notices waiting, and handles them all in one poll).
+  for (;;) {
     if (!s_.peer_failure.ok()) return s_.peer_failure;
+    if (done()) return {};
     if (Clock::now() >= deadline) {
       // What already arrived counts: a rank descheduled past its deadline reads it only now, and
       // a peer's word that came in time must not be taken for one that never came.
@@ -36,7 +40,6 @@ Status TarCall::wait(Clock::time_point deadline, const std::function<bool()>& do
     Status st = poll_alive(deadline, handler);
     if (!st.ok() && st.code() != StatusCode::timeout) return st;
   }
-  return {};
 }
 
 CallStats TarCall::run() {
