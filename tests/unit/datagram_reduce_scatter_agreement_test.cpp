@@ -14,9 +14,12 @@
 // ranks), the entries without a contribution counted as dropped. Before the fix rank 0 failed the
 // call at its hard deadline (its queued sends to rank 1, no word from rank 1) while ranks 1 and 2
 // had left it succeeded: its failure agreement then waited for them for ever, which the test's
-// hang guard ends (the test binary exits, failing).
+// hang guard ends (the test binary exits, failing). A third case: a rank whose part failed before
+// the call (as a three-stage call's slice exchange enters it) gives up, its first notices to rank
+// 0 lost; rank 0 must fail the call too.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <barrier>
 #include <chrono>
@@ -46,6 +49,9 @@ struct RankResult {
 // Whether a message is one of the bounded call's (armed once calibration is over on every rank).
 struct Armed {
   std::atomic<bool> on{false};
+  // The rank whose caller failed its part of the armed call (Engine::reduce_scatter with a
+  // failure, as a three-stage call's slice exchange enters it): none where negative.
+  int flagged = -1;
 };
 
 bool is_kind(std::span<const std::byte> header, MessageKind kind) {
@@ -80,7 +86,8 @@ std::vector<std::vector<RankResult>> run_calls(const testing::InProcNetwork& net
         if (c == arm_at) sync.arrive_and_wait();  // the last arrival arms the faults
         RankResult& mine = results[c][static_cast<std::size_t>(r)];
         mine.block.assign(kBlock, 0.0f);
-        mine.stats = engine.reduce_scatter(input.data(), mine.block.data(), blocks, ElementFormat::float32, true);
+        const Status part = c == arm_at && r == armed->flagged ? IoError("this rank's part failed before the call") : Status();
+        mine.stats = engine.reduce_scatter(input.data(), mine.block.data(), blocks, ElementFormat::float32, true, part);
         if (!mine.stats.ok()) break;  // the communicator is broken: its later calls are not the engine's
       }
       ++finished;
@@ -157,6 +164,27 @@ TEST(DatagramReduceScatter, ACalibrationRunWhosePeersWordsWereLostDoesNotFailWhe
   const auto calls = run_calls(lost_words_held_queue(armed), armed, 0, "a calibration call");
   ASSERT_EQ(calls.size(), kCalibration + 1);
   expect_agreed(calls);
+}
+
+// A rank whose part failed before the call tells its peers, who fail the call too: where every
+// copy of its first notices to rank 0 is lost (and those rank 2 passes on), rank 0 must still
+// hear of it. Before, rank 0 waited for rank 1's data until its hard deadline, closed its block
+// without it, and left the call succeeded while ranks 1 and 2 failed it.
+TEST(DatagramReduceScatter, ARankThatGaveUpBeforeTheCallIsHeardWhereItsFirstNoticesAreLost) {
+  auto armed = std::make_shared<Armed>();
+  armed->flagged = 1;
+  auto lost = std::make_shared<std::array<std::atomic<int>, kRanks>>();
+  testing::InProcNetwork network;
+  network.drop_control = true;
+  network.drop = [armed, lost](int from, int to, std::span<const std::byte> header) {
+    // The first copies from each sender, as many as one notice sends at once.
+    return armed->on && to == 0 && is_kind(header, MessageKind::call_failed) && ++(*lost)[static_cast<std::size_t>(from)] <= 4;
+  };
+  const auto calls = run_calls(network, armed, kCalibration, "a rank that gave up");
+  ASSERT_EQ(calls.size(), kCalibration + 1);
+  expect_agreed(calls);
+  EXPECT_FALSE(calls[kCalibration][1].stats.ok()) << "rank 1 did not fail: the case did not run";
+  EXPECT_GE((*lost)[1].load(), 4) << "rank 1's first notices were not all lost";
 }
 
 }  // namespace
