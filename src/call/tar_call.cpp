@@ -62,7 +62,7 @@ CallStats TarCall::run() {
   if (!s_.peer_failure.ok()) return fail(s_.peer_failure);
   budget_ = budget();
   stats_.deadline_us = bounded() ? budget_.us : PhaseTimes{};
-  start_heartbeats();
+  start_liveness();
   if (st = run_scatter_reduce(scatter_start); !st.ok()) return fail(st);
   const auto gather_start = Clock::now();
   if (scatter_only()) {
@@ -287,10 +287,12 @@ bool TarCall::drain_arrived(std::size_t phase) {
   bool any = false;
   for (;;) {
     const Status st = transport_.poll(Clock::time_point::min(), handler);
-    if (!st.ok()) return any;
+    if (!st.ok()) break;
     any = true;
     if (phase == 0) reduce_ready();
   }
+  note_running();  // a stop while draining is this rank's own too
+  return any;
 }
 
 void TarCall::reduce_ready() {

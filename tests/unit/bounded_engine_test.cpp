@@ -653,6 +653,134 @@ TEST(BoundedEngine, OverAReliableTransportAQueuedAllGatherSendIsDeliveredBeforeT
     }
 }
 
+// Over a transport with UCX's traits, rank 0 is stopped (descheduled, SIGSTOPped) in its
+// scatter-reduce of some bounded calls once every contribution to its shard but one has come: long
+// past its deadline and its quiet gap. What its peers sent meanwhile reaches it only a little after
+// it runs again (still on its way: through a shared-memory FIFO a message moves only while both
+// ends run). In other calls rank 1 holds its last contribution to rank 0 in its queue long past
+// that (it leaves only while rank 1 polls, and rank 1's later sends to rank 0 queue behind it):
+// that peer is silent for real, with rank 0 stopped as before or not.
+class StoppedOwner {
+ public:
+  enum class Plan { none, stop, stop_silent, silent };
+  static constexpr auto kStop = std::chrono::milliseconds(150);    // past any deadline and quiet gap the calls learn
+  static constexpr auto kInFlight = std::chrono::milliseconds(2);  // within the quiet gap's floor
+  static constexpr auto kSilent = std::chrono::milliseconds(400);  // well past the stop
+  static constexpr std::uint64_t kFromEpoch = 8;                   // after calibration
+  StoppedOwner(const ShardLayout& layout, int ranks)
+      : last_offset_(layout.chunk(0, layout.chunks_in_shard(0) - 1).offset),
+        all_but_one_(static_cast<int>((ranks - 1) * layout.chunks_in_shard(0)) - 1) {}
+  // One engine call is one call of the engine's over the one path: its epoch is its number.
+  static Plan plan(std::uint64_t epoch) {
+    if (epoch < kFromEpoch) return Plan::none;
+    // A stop follows a call without a silent peer: after one, rank 0 is the last to leave it and
+    // finds all its next call's contributions already there.
+    constexpr Plan kCycle[] = {Plan::none, Plan::stop, Plan::stop_silent, Plan::silent};
+    return kCycle[epoch % 4];
+  }
+  // Rank 0's poll, as it hands over a message (rank 0's thread). Contributions that came before
+  // rank 0 entered their call count, but the stop comes in that call's scatter-reduce.
+  testing::InProcNetwork::Stop stop(int to, std::span<const std::byte> header) {
+    WireHeader h;
+    if (to != 0 || !decode(header, h) || h.kind != MessageKind::scatter_chunk) return {};
+    if (const Plan p = plan(h.epoch); p != Plan::stop && p != Plan::stop_silent) return {};
+    if (++taken_[h.epoch] < all_but_one_ || h.epoch != rank0_epoch_ || !stopped_.insert(h.epoch).second) return {};
+    return {kStop, kInFlight};
+  }
+  // Every rank's data sends (on its own thread): rank 1's silent contribution, and the call rank 0
+  // is in (it sends its contributions as it begins one).
+  Clock::duration hold(int from, int to, std::span<const std::byte> header) {
+    WireHeader h;
+    if (!decode(header, h) || h.kind != MessageKind::scatter_chunk) return Clock::duration::zero();
+    if (from == 0) rank0_epoch_ = std::max(rank0_epoch_, h.epoch);  // rank 0's thread
+    if (from != 1 || to != 0 || h.offset != last_offset_) return Clock::duration::zero();
+    const Plan p = plan(h.epoch);
+    return p == Plan::stop_silent || p == Plan::silent ? Clock::duration(kSilent) : Clock::duration::zero();
+  }
+
+ private:
+  const std::uint64_t last_offset_;
+  const int all_but_one_;
+  // Rank 0's thread only:
+  std::uint64_t rank0_epoch_ = 0;
+  std::map<std::uint64_t, int> taken_;  // per epoch: contributions rank 0 took
+  std::set<std::uint64_t> stopped_;
+};
+
+// An owner that was itself stopped takes no quiet gap for the network's until it has run a quiet
+// gap again: what its peers sent meanwhile comes, and its scatter-reduce closes complete and exact
+// (before, it found nothing arrived since before its stop and cut the contribution at once). A
+// peer that is silent for real is still cut, a quiet gap after the owner's stop or after its
+// deadline, as a whole chunk every rank counts alike (the owner flags it), nothing filled.
+TEST(BoundedEngine, AnOwnerStoppedInItsScatterReduceWaitsForWhatWasOnItsWay) {
+  Watchdog dog(kNoHang, "AnOwnerStoppedInItsScatterReduceWaitsForWhatWasOnItsWay");
+  const int ranks = 4, calibration = 4, calls = 20;
+  const std::uint64_t count = 64 * ranks * 16;  // a chunk is 1/64 of the call: within 0.1 / 4, so an owner may cut one
+  const ShardLayout layout(count, ranks, 64);
+  auto owner = std::make_shared<StoppedOwner>(layout, ranks);
+  testing::InProcNetwork network;
+  network.traits = TransportTraits{};  // reliable and ordered, sends not abandoned: UCX
+  network.traits.max_message_bytes = std::size_t{1} << 30;
+  network.only_path = true;
+  network.hold = [owner](int from, int to, std::span<const std::byte> header) { return owner->hold(from, to, header); };
+  network.stop_receiver = [owner](int to, std::span<const std::byte> header) { return owner->stop(to, header); };
+  Job job = testing::start_inproc_job(ranks, bounded_options(0.0, calibration, 0.1), &network);
+  for (int r = 0; r < ranks; ++r) ASSERT_TRUE(job.engines[r]) << "rank " << r;
+  const auto seen = drive(job, std::vector<std::uint64_t>(calls, count));
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
+  expect_call_invariants(seen, true);
+  int stopped_past_deadline = 0, silent_calls = 0, cut_silent = 0, stop_silent_calls = 0, cut_stop_silent = 0;
+  for (int c = calibration; c < calls; ++c) {
+    const StoppedOwner::Plan plan = StoppedOwner::plan(static_cast<std::uint64_t>(c) + 1);
+    const Observed& o = seen[c][0];
+    for (int r = 0; r < ranks; ++r) {
+      const Observed& here = seen[c][r];
+      ASSERT_EQ(here.stats.kind, CallKind::bounded) << describe(here, c, r);
+      if (plan == StoppedOwner::Plan::none) continue;
+      // Rank 0's scatter-reduce is the only one that lacks anything: a chunk at most, flagged, so
+      // every rank counts the same entries and none fills.
+      EXPECT_EQ(here.stats.dropped_entries, o.stats.dropped_entries) << describe(here, c, r);
+      EXPECT_EQ(here.stats.filled_entries, 0u) << describe(here, c, r);
+      EXPECT_FALSE(here.stats.fill_agreed) << describe(here, c, r);
+      if (plan == StoppedOwner::Plan::stop) {
+        EXPECT_EQ(here.stats.dropped_entries, 0u) << describe(here, c, r) << ": rank 0 cut what was on its way after its stop";
+        EXPECT_EQ(here.differing, 0u) << describe(here, c, r);
+      }
+    }
+    switch (plan) {
+      case StoppedOwner::Plan::none: break;
+      case StoppedOwner::Plan::stop:
+        // The stop held rank 0's scatter-reduce past its deadline; rank 0 counted it as its own.
+        if (o.stats.phase_us[0] > o.stats.deadline_us[0]) {
+          ++stopped_past_deadline;
+          EXPECT_GT(o.stats.stall_us, 0.0) << describe(o, c, 0);
+          EXPECT_EQ(o.stats.held[0], PhaseHold::stalled) << describe(o, c, 0);
+        }
+        break;
+      case StoppedOwner::Plan::stop_silent:
+        ++stop_silent_calls;
+        if (o.stats.dropped_entries == 64) {
+          ++cut_stop_silent;
+          EXPECT_GT(o.stats.stall_us, 0.0) << describe(o, c, 0);
+        }
+        break;
+      case StoppedOwner::Plan::silent:
+        ++silent_calls;
+        cut_silent += o.stats.dropped_entries == 64;
+        break;
+    }
+    if (plan == StoppedOwner::Plan::stop_silent || plan == StoppedOwner::Plan::silent) {
+      EXPECT_TRUE(o.stats.dropped_entries == 0 || o.stats.dropped_entries == 64) << describe(o, c, 0);
+    }
+    std::printf("%s\n", describe(o, c, 0).c_str());
+  }
+  ASSERT_GE(stopped_past_deadline, 2) << "the stops did not hold rank 0's scatter-reduce past its deadline";
+  // A silent peer's contribution is cut (held well past the stop: a host that delays rank 0 as
+  // long makes the contribution come, hence at least one call of each, not all).
+  EXPECT_GE(cut_silent, 1) << "of " << silent_calls << " calls, none cut rank 1's silent contribution";
+  EXPECT_GE(cut_stop_silent, 1) << "of " << stop_silent_calls << " calls, none cut rank 1's silent contribution after rank 0's stop";
+}
+
 TEST(BoundedEngine, ResendsRepairWhatTheNetworkLost) {
   Watchdog dog(kNoHang, "ResendsRepairWhatTheNetworkLost");
   const int ranks = 4, calibration = 4, calls = 60;

@@ -110,15 +110,33 @@ Status InProcTransport::poll(Clock::time_point deadline, const std::function<voi
   for (;;) {
     const auto next_release = release_held();
     if (held_.size() != held_before) {
-      if (!fabric_->take(rank_, Clock::time_point::min(), m)) return {};
+      if (!take(Clock::time_point::min(), m)) return {};
       break;
     }
-    if (fabric_->take(rank_, std::min(deadline, next_release), m)) break;
+    if (take(std::min(deadline, next_release), m)) break;
     if (next_release == Clock::time_point::max() || Clock::now() >= deadline) return Timeout("nothing arrived");
   }
-  do hand_over(m, on_message);
-  while (fabric_->take(rank_, Clock::time_point::min(), m));
+  do {
+    hand_over(m, on_message);
+    maybe_stop(m);
+  } while (take(Clock::time_point::min(), m));
   return {};
+}
+
+bool InProcTransport::take(Clock::time_point deadline, InProcFabric::Message& out) {
+  if (Clock::now() < blind_until_) {
+    std::this_thread::sleep_until(std::min(deadline, blind_until_));
+    if (Clock::now() < blind_until_) return false;
+  }
+  return fabric_->take(rank_, deadline, out);
+}
+
+void InProcTransport::maybe_stop(const InProcFabric::Message& m) {
+  if (!stop_) return;
+  const InProcNetwork::Stop stop = stop_(rank_, m.header);
+  if (stop.stopped <= Clock::duration::zero()) return;
+  std::this_thread::sleep_for(stop.stopped);
+  blind_until_ = Clock::now() + stop.in_flight_after;
 }
 
 void hand_over(const InProcFabric::Message& m, const std::function<void(const InboundMessage&)>& on_message) {

@@ -75,6 +75,15 @@ struct InProcNetwork {
   // FIFO, a queued message leaves only while its sender polls, and in order: later sends to the
   // same peer queue behind it, and sends_in_flight() counts them.
   std::function<Clock::duration(int from, int to, std::span<const std::byte> header)> hold;
+  // Called on a rank's own thread for each message its poll hands over: how long that thread
+  // then stops, as a descheduled or stopped process does, and how long after it runs again
+  // nothing reaches it (what was sent to it meanwhile is still on its way: through a
+  // shared-memory FIFO a message moves only while both ends run).
+  struct Stop {
+    Clock::duration stopped{};
+    Clock::duration in_flight_after{};
+  };
+  std::function<Stop(int to, std::span<const std::byte> header)> stop_receiver;
 };
 
 // Hands one message to the engine, as a transport's poll does (it arrived now).
@@ -85,7 +94,7 @@ class InProcTransport final : public Transport {
   InProcTransport(std::shared_ptr<InProcFabric> fabric, int rank) : fabric_(std::move(fabric)), rank_(rank) {}
   InProcTransport(std::shared_ptr<InProcFabric> fabric, int rank, const InProcNetwork& network)
       : fabric_(std::move(fabric)), rank_(rank), traits_(network.traits), drop_(network.drop), drop_control_(network.drop_control),
-        hold_(network.hold) {}
+        hold_(network.hold), stop_(network.stop_receiver) {}
   std::vector<std::byte> local_address() const override { return {std::byte(rank_)}; }
   Status connect(int, const std::vector<std::vector<std::byte>>&, Clock::time_point) override { return {}; }
   Status send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) override;
@@ -106,6 +115,11 @@ class InProcTransport final : public Transport {
   };
   // Sends held messages that are due, in order; when the next one falls due (max: none held).
   Clock::time_point release_held();
+  // The next message for this rank, by `deadline`: none while what was sent to it during a stop
+  // is still on its way.
+  bool take(Clock::time_point deadline, InProcFabric::Message& out);
+  // After a message is handed over: the stop stop_receiver asks for, if any.
+  void maybe_stop(const InProcFabric::Message& m);
 
   TransportTraits traits_{true, true, true, std::size_t{1} << 30};
   std::function<bool(int, int, std::span<const std::byte>)> drop_;
@@ -113,6 +127,8 @@ class InProcTransport final : public Transport {
   std::function<Clock::duration(int, int, std::span<const std::byte>)> hold_;
   std::deque<Held> held_;  // used by the rank's own thread only
   TransportCounters counters_;  // likewise
+  std::function<InProcNetwork::Stop(int, std::span<const std::byte>)> stop_;
+  Clock::time_point blind_until_{};  // nothing reaches this rank before (after a stop)
 };
 
 // A bootstrap whose exact sum is summed in rank order over its own all-gather (false where a
