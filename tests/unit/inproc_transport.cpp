@@ -105,6 +105,7 @@ Clock::time_point InProcTransport::release_held() {
 Status InProcTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
   // A held message leaves only while this rank polls: wake for the first one due, and count its
   // leaving as news, as a completed send is.
+  maybe_stop({});
   const std::size_t held_before = held_.size();
   InProcFabric::Message m;
   for (;;) {
@@ -118,7 +119,7 @@ Status InProcTransport::poll(Clock::time_point deadline, const std::function<voi
   }
   do {
     hand_over(m, on_message);
-    maybe_stop(m);
+    maybe_stop(m.header);
   } while (take(Clock::time_point::min(), m));
   return {};
 }
@@ -131,9 +132,9 @@ bool InProcTransport::take(Clock::time_point deadline, InProcFabric::Message& ou
   return fabric_->take(rank_, deadline, out);
 }
 
-void InProcTransport::maybe_stop(const InProcFabric::Message& m) {
+void InProcTransport::maybe_stop(std::span<const std::byte> header) {
   if (!stop_) return;
-  const InProcNetwork::Stop stop = stop_(rank_, m.header);
+  const InProcNetwork::Stop stop = stop_(rank_, header);
   if (stop.stopped <= Clock::duration::zero()) return;
   std::this_thread::sleep_for(stop.stopped);
   blind_until_ = Clock::now() + stop.in_flight_after;

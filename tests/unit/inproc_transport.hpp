@@ -75,10 +75,11 @@ struct InProcNetwork {
   // FIFO, a queued message leaves only while its sender polls, and in order: later sends to the
   // same peer queue behind it, and sends_in_flight() counts them.
   std::function<Clock::duration(int from, int to, std::span<const std::byte> header)> hold;
-  // Called on a rank's own thread for each message its poll hands over: how long that thread
-  // then stops, as a descheduled or stopped process does, and how long after it runs again
-  // nothing reaches it (what was sent to it meanwhile is still on its way: through a
-  // shared-memory FIFO a message moves only while both ends run).
+  // Called on a rank's own thread as each of its polls begins (with an empty header) and for each
+  // message its poll hands over: how long that thread then stops, as a descheduled or stopped
+  // process does, and how long after it runs again nothing reaches it (what was sent to it
+  // meanwhile is still on its way: through a shared-memory FIFO a message moves only while both
+  // ends run).
   struct Stop {
     Clock::duration stopped{};
     Clock::duration in_flight_after{};
@@ -118,8 +119,8 @@ class InProcTransport final : public Transport {
   // The next message for this rank, by `deadline`: none while what was sent to it during a stop
   // is still on its way.
   bool take(Clock::time_point deadline, InProcFabric::Message& out);
-  // After a message is handed over: the stop stop_receiver asks for, if any.
-  void maybe_stop(const InProcFabric::Message& m);
+  // As a poll begins (empty) or after a message is handed over: the stop stop_receiver asks for.
+  void maybe_stop(std::span<const std::byte> header);
 
   TransportTraits traits_{true, true, true, std::size_t{1} << 30};
   std::function<bool(int, int, std::span<const std::byte>)> drop_;
