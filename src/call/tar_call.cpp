@@ -315,8 +315,16 @@ void TarCall::reduce(std::uint32_t chunk) {
 }
 
 bool TarCall::peers_served() const {
-  for (int p = 0; p < s_.ranks; ++p)
-    if (p != s_.rank && !s_.done_from[p] && transport_.sends_in_flight(p) != 0) return false;
+  for (int p = 0; p < s_.ranks; ++p) {
+    if (p == s_.rank) continue;
+    const bool queued = transport_.sends_in_flight(p) != 0 || transport_.acknowledgements_pending(p) != 0;
+    // A peer that said it has all it needs takes nothing more from this rank where what is still
+    // queued is dropped at the call's end (datagrams: nothing it waits for comes from here). Where
+    // it is not (UCX), it leaves only while this rank polls, and that peer may still wait for it:
+    // this rank's "done", or the acknowledgement its own rendezvous sends wait for (design.md, "A
+    // call ends once its word has left").
+    if (queued && (!s_.done_from[p] || !abandons_sends_)) return false;
+  }
   return true;
 }
 

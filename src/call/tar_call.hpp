@@ -205,6 +205,8 @@ class TarCall {
   // complete without the peer: a provider's own queue).
   static constexpr double kReleaseWaitUs = 100e3;
   std::byte* gather_target() const { return transformed_ ? staged() : output(); }
+  // Every peer has what it needs from this rank (it said so, or nothing is queued for it) and,
+  // over a transport that cannot drop its queue, nothing this rank queued for it is left.
   bool peers_served() const;
   // The first message of this call from a peer: it has entered the call.
   void note_heard(std::uint32_t source, Clock::time_point arrived);

@@ -106,6 +106,15 @@ EngineOptions bounded_options(double drop, unsigned calibration_calls, double lo
   return o;
 }
 
+// A network with UCX's traits (reliable and ordered, sends not abandoned) that carries every call.
+testing::InProcNetwork ucx_like_network() {
+  testing::InProcNetwork network;
+  network.traits = TransportTraits{};
+  network.traits.max_message_bytes = std::size_t{1} << 30;
+  network.only_path = true;
+  return network;
+}
+
 Job make_job(int ranks, const EngineOptions& options) {
   Job job = testing::start_inproc_job(ranks, options);
   for (int r = 0; r < ranks; ++r)
@@ -499,10 +508,7 @@ class LateChunk {
 };
 
 Job reliable_job(int ranks, const EngineOptions& options, const std::shared_ptr<LateChunk>& late) {
-  testing::InProcNetwork network;
-  network.traits = TransportTraits{};  // reliable and ordered, sends not abandoned: UCX
-  network.traits.max_message_bytes = std::size_t{1} << 30;
-  network.only_path = true;
+  testing::InProcNetwork network = ucx_like_network();
   network.drop = [late](int from, int to, std::span<const std::byte> header) { return (*late)(from, to, header); };
   Job job = testing::start_inproc_job(ranks, options, &network);
   for (int r = 0; r < ranks; ++r)
@@ -612,6 +618,13 @@ TEST(BoundedEngine, OverAReliableTransportACallWhoseChunksExceedTheBudgetShareRu
   }
 }
 
+// drive() with a barrier on every rank after each call that moves nothing of the engine's (the
+// job's MPI_Barrier between its allreduces).
+std::vector<std::vector<Observed>> drive_with_barriers(Job& job, int calls, std::uint64_t count) {
+  const std::vector<std::byte> nothing;
+  return drive(job, std::vector<std::uint64_t>(calls, count), true, false, [&](int r) { job.fabric->allgather(r, nothing); });
+}
+
 // Over a reliable transport where an all-gather may not be cut, a rank that has all it needs
 // still waits until its own all-gather sends have left: its peers wait for them. As in UCX's
 // shared memory, one queued chunk leaves only while its sender polls, and between calls every
@@ -626,10 +639,7 @@ TEST(BoundedEngine, OverAReliableTransportAQueuedAllGatherSendIsDeliveredBeforeT
   const std::uint64_t held_offset = layout.chunk(1, layout.chunks_in_shard(1) - 1).offset;
   EngineOptions options = bounded_options(0.0, calibration, 0.1);
   options.timeout = std::chrono::milliseconds(3000);
-  testing::InProcNetwork network;
-  network.traits = TransportTraits{};  // reliable and ordered, sends not abandoned: UCX
-  network.traits.max_message_bytes = std::size_t{1} << 30;
-  network.only_path = true;
+  testing::InProcNetwork network = ucx_like_network();
   network.hold = [held_offset](int from, int to, std::span<const std::byte> header) {
     WireHeader h;
     const bool held = decode(header, h) && from == 1 && to == 0 && h.kind == MessageKind::gather_chunk &&
@@ -638,9 +648,7 @@ TEST(BoundedEngine, OverAReliableTransportAQueuedAllGatherSendIsDeliveredBeforeT
   };
   Job job = testing::start_inproc_job(ranks, options, &network);
   for (int r = 0; r < ranks; ++r) ASSERT_TRUE(job.engines[r]) << "rank " << r;
-  const std::vector<std::byte> nothing;
-  const auto seen = drive(job, std::vector<std::uint64_t>(calls, count), true, false,
-                          [&](int r) { job.fabric->allgather(r, nothing); });
+  const auto seen = drive_with_barriers(job, calls, count);
   ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
   expect_call_invariants(seen, true);
   for (int c = calibration; c < calls; ++c)
@@ -651,6 +659,74 @@ TEST(BoundedEngine, OverAReliableTransportAQueuedAllGatherSendIsDeliveredBeforeT
       EXPECT_EQ(o.differing, 0u) << describe(o, c, r);
       EXPECT_LT(o.stats.phase_us[1], 1e6) << describe(o, c, r) << ": the all-gather waited for its hard deadline";
     }
+}
+
+// Over UCX a rendezvous send completes at its sender only once the receiver's acknowledgement
+// (ATS) has left the receiver, which it does only while the receiver polls; what the receiver
+// sends that peer later (its "done") queues behind it. Here rank 0 holds its acknowledgement of
+// an all-gather chunk of rank 1's that came after it had sent all its own (rank 1's last chunk
+// leaves a little late), so rank 1 waits for it, or for rank 0's "done" behind it; between calls
+// every rank waits in a barrier that moves nothing of the engine's (the job's MPI). Rank 0 ended
+// its call at rank 1's "done" with both still queued, and rank 1 waited until its hard deadline
+// to fail a call rank 0 had returned from succeeded: the hang of mpi.bounded.clean_shm.np4 (the
+// failed rank in the failure agreement, the others in the job's MPI). A call ends only once
+// what it queued for its peers has left.
+class HeldAcknowledgement {
+ public:
+  static constexpr auto kHold = std::chrono::milliseconds(200);
+  static constexpr auto kLastChunkLate = std::chrono::milliseconds(20);
+  static constexpr std::uint64_t kFromEpoch = 6;  // after calibration (one engine call, one epoch)
+  explicit HeldAcknowledgement(const ShardLayout& layout)
+      : own_chunks_(layout.chunks_in_shard(0)), last_offset_(layout.chunk(1, layout.chunks_in_shard(1) - 1).offset) {}
+  // Every data send, on its sender's thread: rank 0's all-gather chunks to rank 1 are counted;
+  // rank 1's last one to rank 0 leaves a little late.
+  Clock::duration hold(int from, int to, std::span<const std::byte> header) {
+    WireHeader h;
+    if (!decode(header, h) || h.kind != MessageKind::gather_chunk || h.epoch < kFromEpoch) return Clock::duration::zero();
+    if (from == 0 && to == 1) ++sent_[h.epoch];
+    return from == 1 && to == 0 && h.offset == last_offset_ ? Clock::duration(kLastChunkLate) : Clock::duration::zero();
+  }
+  // Every acknowledgement, on the acknowledging rank's thread: rank 0's of the first all-gather
+  // chunk of rank 1's that comes once rank 0 has sent all its own, in each call, is held.
+  Clock::duration acknowledge(int from, int, std::span<const std::byte> header) {
+    WireHeader h;
+    if (from != 0 || !decode(header, h) || h.kind != MessageKind::gather_chunk || h.epoch < kFromEpoch) return Clock::duration::zero();
+    if (sent_[h.epoch] != own_chunks_ || !held_.insert(h.epoch).second) return Clock::duration::zero();
+    return kHold;
+  }
+  std::size_t held_calls() const { return held_.size(); }  // once the calls are over
+
+ private:
+  const std::uint32_t own_chunks_;
+  const std::uint64_t last_offset_;
+  std::map<std::uint64_t, std::uint32_t> sent_;  // rank 0's thread: its all-gather chunks to rank 1, per epoch
+  std::set<std::uint64_t> held_;                 // rank 0's thread: the epochs whose acknowledgement it held
+};
+
+TEST(BoundedEngine, OverUcxACallEndsOnlyOnceItsAcknowledgementsAndDoneHaveLeft) {
+  Watchdog dog(kNoHang, "OverUcxACallEndsOnlyOnceItsAcknowledgementsAndDoneHaveLeft");
+  const int ranks = 2, calibration = 4, calls = 10;
+  const std::uint64_t count = 64 * ranks * 16;  // a chunk is 1/32 of the call: within 0.1 / 2
+  const ShardLayout layout(count, ranks, 64);
+  auto held = std::make_shared<HeldAcknowledgement>(layout);
+  EngineOptions options = bounded_options(0.0, calibration, 0.1);
+  options.timeout = std::chrono::milliseconds(2000);
+  testing::InProcNetwork network = ucx_like_network();
+  network.hold = [held](int from, int to, std::span<const std::byte> header) { return held->hold(from, to, header); };
+  network.acknowledge = [held](int from, int to, std::span<const std::byte> header) { return held->acknowledge(from, to, header); };
+  Job job = testing::start_inproc_job(ranks, options, &network);
+  for (int r = 0; r < ranks; ++r) ASSERT_TRUE(job.engines[r]) << "rank " << r;
+  const auto seen = drive_with_barriers(job, calls, count);
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
+  for (int c = 0; c < calls; ++c)
+    for (int r = 0; r < ranks; ++r) {
+      const Observed& o = seen[c][r];
+      EXPECT_TRUE(o.stats.ok()) << describe(o, c, r) << ": (rank " << 1 - r << " " << seen[c][1 - r].stats.status.text() << ")";
+      EXPECT_EQ(o.stats.dropped_entries, 0u) << describe(o, c, r);
+      EXPECT_EQ(o.differing, 0u) << describe(o, c, r);
+    }
+  expect_call_invariants(seen, true);
+  EXPECT_GE(held->held_calls(), 3u) << "rank 0 held too few acknowledgements past its own last all-gather send";
 }
 
 // Over a transport with UCX's traits, rank 0 is stopped (descheduled, SIGSTOPped) in its
@@ -736,10 +812,7 @@ TEST(BoundedEngine, AnOwnerStoppedInItsScatterReduceWaitsForWhatWasOnItsWay) {
   const std::uint64_t count = 64 * ranks * 16;  // a chunk is 1/64 of the call: within 0.1 / 4, so an owner may cut one
   const ShardLayout layout(count, ranks, 64);
   auto owner = std::make_shared<StoppedOwner>(layout, ranks);
-  testing::InProcNetwork network;
-  network.traits = TransportTraits{};  // reliable and ordered, sends not abandoned: UCX
-  network.traits.max_message_bytes = std::size_t{1} << 30;
-  network.only_path = true;
+  testing::InProcNetwork network = ucx_like_network();
   network.hold = [owner](int from, int to, std::span<const std::byte> header) { return owner->hold(from, to, header); };
   network.stop_receiver = [owner](int to, std::span<const std::byte> header) { return owner->stop(to, header); };
   Job job = testing::start_inproc_job(ranks, bounded_options(0.0, calibration, 0.1), &network);

@@ -69,17 +69,33 @@ Status InProcTransport::send(int peer, Lane lane, std::span<const std::byte> hea
   ++counters_.messages_sent;
   counters_.bytes_sent += header.size() + payload.size();
   InProcFabric::Message m{rank_, {header.begin(), header.end()}, {payload.begin(), payload.end()}};
-  const Clock::duration hold = lane == Lane::data && hold_ ? hold_(rank_, peer, header) : Clock::duration::zero();
-  if (hold > Clock::duration::zero() || sends_in_flight(peer) != 0) {
-    held_.push_back({peer, Clock::now() + hold, std::move(m)});
-    return {};
+  if (lane == Lane::data && acknowledge_) {
+    m.wants_ack = true;
+    ++unacked_[peer];
   }
-  fabric_->deliver(peer, std::move(m));
+  send_or_hold(peer, lane == Lane::data && hold_ ? hold_(rank_, peer, header) : Clock::duration::zero(), std::move(m));
   return {};
 }
 
-std::size_t InProcTransport::sends_in_flight(int peer) const {
+void InProcTransport::send_or_hold(int peer, Clock::duration hold, InProcFabric::Message m) {
+  if (hold > Clock::duration::zero() || held_to(peer) != 0) {
+    held_.push_back({peer, Clock::now() + hold, std::move(m)});
+    return;
+  }
+  fabric_->deliver(peer, std::move(m));
+}
+
+std::size_t InProcTransport::held_to(int peer) const {
   return static_cast<std::size_t>(std::count_if(held_.begin(), held_.end(), [peer](const Held& h) { return h.peer == peer; }));
+}
+
+std::size_t InProcTransport::sends_in_flight(int peer) const {
+  return held_to(peer) - acknowledgements_pending(peer) + unacked_[peer];
+}
+
+std::size_t InProcTransport::acknowledgements_pending(int peer) const {
+  return static_cast<std::size_t>(
+      std::count_if(held_.begin(), held_.end(), [peer](const Held& h) { return h.peer == peer && h.message.ack; }));
 }
 
 Clock::time_point InProcTransport::release_held() {
@@ -118,7 +134,12 @@ Status InProcTransport::poll(Clock::time_point deadline, const std::function<voi
     if (next_release == Clock::time_point::max() || Clock::now() >= deadline) return Timeout("nothing arrived");
   }
   do {
+    if (m.ack) {  // a send of this rank's completed: news, as a held message's leaving is
+      --unacked_[m.source];
+      continue;
+    }
     hand_over(m, on_message);
+    if (m.wants_ack) send_or_hold(m.source, acknowledge_(rank_, m.source, m.header), {rank_, {}, {}, false, true});
     maybe_stop(m.header);
   } while (take(Clock::time_point::min(), m));
   return {};
