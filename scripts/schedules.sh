@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Randomized fault schedules against the engine (CI runs seeds 1 to 300, ctest label schedules)
+# Randomized fault schedules against the engine (CI runs seeds 1 to 300 and, with several ranks
+# per host (three-stage calls), 1000000 to 1000099; ctest label schedules)
 # (tests/schedules: ranks as threads over an in-process datagram network that loses, cuts,
 # doubles and reorders messages, deschedules ranks and makes them enter late).
 #   scripts/schedules.sh --seeds N [--from S] [--jobs J]   N seeds from S (default 1), J at a time (default 4)

@@ -101,7 +101,13 @@ void TarCall::repeat_notice() {
 CallStats TarCall::give_up() {
   // Nothing was sent or staged: this rank waited for nobody, and says so.
   s_.failure_view.assign(static_cast<std::size_t>(s_.ranks), EngineState::FailureView::answered);
-  if (s_.peer_failure.ok()) notify_failure({});
+  // Over a transport that may lose the notice, again until every peer failed too (repeat_notice):
+  // a peer that never hears of it waits for this rank's data until its hard deadline, cuts it,
+  // and leaves the call succeeded.
+  if (s_.peer_failure.ok()) {
+    notify_failure({});
+    if (!transport_.traits().reliable) repeat_notice();
+  }
   stats_.status = request_.failed_here;
   stats_.latency_us = us_since(start_);
   return stats_;

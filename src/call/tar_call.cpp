@@ -25,8 +25,12 @@ TarCall::TarCall(EngineState& state, TransportPath& path, const TarRequest& requ
 
 Status TarCall::wait(Clock::time_point deadline, const std::function<bool()>& done) {
   auto handler = [this](const InboundMessage& m) { handle(m); };
-  while (!done()) {
+  // A peer's failure notice, once handled, fails the call here too, even where what the wait
+  // needs came with it: that peer failed the call, whatever this rank has (a late rank finds its
+  // data, its peers' words and their notices waiting, and handles them all in one poll).
+  for (;;) {
     if (!s_.peer_failure.ok()) return s_.peer_failure;
+    if (done()) return {};
     if (Clock::now() >= deadline) {
       // What already arrived counts: a rank descheduled past its deadline reads it only now, and
       // a peer's word that came in time must not be taken for one that never came.
@@ -36,7 +40,6 @@ Status TarCall::wait(Clock::time_point deadline, const std::function<bool()>& do
     Status st = poll_alive(deadline, handler);
     if (!st.ok() && st.code() != StatusCode::timeout) return st;
   }
-  return {};
 }
 
 CallStats TarCall::run() {
@@ -334,13 +337,18 @@ Status TarCall::finish_sends(Clock::time_point gather_deadline) {
   // peers may cut their all-gathers stops at its deadline whatever is still queued; where they
   // may not, they wait for what is queued here, so this rank serves them as an exact call does.
   // A list of missing chunks already said so (a peer's all-gather takes nothing after it).
+  // Over datagrams a reduce-scatter's peer whose word did not come by the deadline given here
+  // (its agreement window) has closed its block by then, without what is still queued for it,
+  // and may have left the call succeeded (its words lost): this rank leaves what is queued
+  // rather than fail the call at its hard deadline for that peer.
   Status st;
+  const bool leaves_queued = cuts_all_gather() || (scatter_only() && !transport_.traits().reliable);
   if (!sent_list_ && !said_done_)
     for (int k = 1; k < s_.ranks && st.ok(); ++k)
       st = send(rotation_peer(s_.rank, s_.ranks, k), MessageKind::peer_done, {0, 0}, WireHeader::kFlagLastSlice, nullptr);
   if (st.ok()) {
-    st = wait(cuts_all_gather() ? std::min(gather_deadline, hard_deadline_) : hard_deadline_, [&] { return peers_served(); });
-    if (cuts_all_gather() && st.code() == StatusCode::timeout) st = {};
+    st = wait(leaves_queued ? std::min(gather_deadline, hard_deadline_) : hard_deadline_, [&] { return peers_served(); });
+    if (leaves_queued && st.code() == StatusCode::timeout) st = {};
   }
   s_.in_call = false;
   s_.note_closed(s_.epoch, Clock::now());
@@ -373,8 +381,11 @@ Status TarCall::finish_reduce_scatter() {
     const auto until = std::min(
         std::max(after_us(Clock::now(), DeadlineController::agreement_wait_us(budget_.us[0])), peers_close_by(last_entry)), hard_deadline_);
     const Status st = wait(until, all_done);
-    // A peer whose words were all lost is past its phase by now.
+    // A peer whose words were all lost is past its phase by now: what is still queued for it is
+    // left (finish_sends), not waited for until the hard deadline.
     if (!st.ok() && st.code() != StatusCode::timeout) return st;
+    serving_resends_ = false;
+    return finish_sends(until);
   }
   serving_resends_ = false;
   return finish_sends(hard_deadline_);

@@ -267,7 +267,8 @@ const std::vector<Parameter>& transport_parameters() {
       choice("OPTIREDUCE_HIERARCHY", &Config::hierarchy, {{"auto", HierarchyMode::automatic}, {"off", HierarchyMode::off}},
              "auto: where a communicator spans several hosts and some host holds two or more of its ranks, an "
              "allreduce (float32, float16 or bfloat16) runs in three stages: an exact reduce-scatter over shared memory "
-             "inside each host (16-bit elements summed in float32 and rounded once), one TAR per "
+             "inside each host (16-bit elements summed in float32 and rounded once there, so a 16-bit result is "
+             "rounded twice, per host and across hosts, where the flat call rounds once), one TAR per "
              "slice across hosts among the ranks holding it (bounded or exact as the call is, with its own calibration, "
              "deadlines and resends), an exact all-gather inside each host (each host's link then carries 2·B·(H-1)/H, "
              "not about L times that); `optireduce-info --placement 3,2,2` shows the shape auto picks and why. "

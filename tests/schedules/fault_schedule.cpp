@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 #include <sstream>
 
@@ -27,6 +28,7 @@ FaultSchedule FaultSchedule::draw(std::uint64_t seed) {
   auto length_ms = [&](double lo, double hi) { return std::exp(uniform(std::log(lo), std::log(hi))); };
 
   s.ranks = pick(2, 4);
+  if (seed >= kPlacedSeeds) s.draw_placement();
   s.calibration_calls = static_cast<unsigned>(pick(1, 2));
   s.loss_budget = chance(0.3) ? uniform(0.01, 0.1) : 1.0;  // a tight budget makes fallbacks
   s.sync_interval = static_cast<unsigned>(pick(1, 3));
@@ -80,7 +82,67 @@ FaultSchedule FaultSchedule::draw(std::uint64_t seed) {
   if (chance(0.2)) s.give_up_stall_rank = pick(0, s.ranks - 1), s.give_up_stall_ms = length_ms(10, 800);
   s.float32_allreduces = s.calls.size();
   s.draw_other_shapes();
+  if (s.placed()) s.keep_faults_between_hosts(), s.draw_host_faults();
   return s;
+}
+
+void FaultSchedule::draw_host_faults() {
+  std::mt19937_64 rng(seed * 0x9fb21c651e98df25ull + 0x2c1b3c6dc9a4e3f1ull);
+  auto uniform = [&](double a, double b) { return std::uniform_real_distribution<double>(a, b)(rng); };
+  auto pick = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(rng); };
+  // The first calls calibrated their size classes (every slice's engine its own): these run
+  // bounded, in three stages, under the same faults.
+  for (int k = 0, n = pick(2, 5); k < n; ++k) {
+    PlannedCall call = calls[static_cast<std::size_t>(pick(0, static_cast<int>(float32_allreduces) - 1))];
+    call.bounded = true;
+    calls.push_back(call);
+  }
+  if (uniform(0, 1) < 0.35) {
+    std::vector<int> shared;  // ranks with a host mate
+    for (int r = 0; r < ranks; ++r)
+      if (std::count(host_of_rank.begin(), host_of_rank.end(), host_of(r)) > 1) shared.push_back(r);
+    late.push_back({shared[static_cast<std::size_t>(pick(0, static_cast<int>(shared.size()) - 1))], pick(0, static_cast<int>(calls.size()) - 1),
+                    std::exp(uniform(std::log(100.0), std::log(6000.0)))});
+  }
+}
+
+int FaultSchedule::hosts() const {
+  return placed() ? *std::max_element(host_of_rank.begin(), host_of_rank.end()) + 1 : ranks;
+}
+
+void FaultSchedule::draw_placement() {
+  std::mt19937_64 rng(seed * 0x2545f4914f6cdd1dull + 0x5851f42d4c957f2dull);
+  auto pick = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(rng); };
+  // 2+2, 3+2, 1+3, 2+2+2, 1+1+2, 4+2, ...: even and uneven, hosts of one rank among them.
+  std::vector<int> counts;
+  int sum = 0, most = 0;
+  do {
+    counts.assign(static_cast<std::size_t>(pick(2, 3)), 0);
+    for (auto& c : counts) c = pick(1, counts.size() == 2 ? 4 : 3);
+    sum = std::accumulate(counts.begin(), counts.end(), 0);
+    most = *std::max_element(counts.begin(), counts.end());
+  } while (sum > 6 || most < 2);
+  ranks = sum;
+  host_of_rank.clear();
+  if (std::uniform_real_distribution<double>(0, 1)(rng) < 0.2) {
+    // Round robin over the hosts that still have room (mpirun --map-by node).
+    std::vector<int> left = counts;
+    for (int h = 0; static_cast<int>(host_of_rank.size()) < sum; h = (h + 1) % static_cast<int>(counts.size()))
+      if (left[static_cast<std::size_t>(h)] > 0) --left[static_cast<std::size_t>(h)], host_of_rank.push_back(h);
+  } else {
+    for (std::size_t h = 0; h < counts.size(); ++h) host_of_rank.insert(host_of_rank.end(), static_cast<std::size_t>(counts[h]), static_cast<int>(h));
+  }
+}
+
+void FaultSchedule::keep_faults_between_hosts() {
+  for (int f = 0; f < ranks; ++f)
+    for (int t = 0; t < ranks; ++t)
+      if (f != t && host_of(f) == host_of(t)) data_loss[static_cast<std::size_t>(f * ranks + t)] = control_loss[static_cast<std::size_t>(f * ranks + t)] = 0;
+  for (auto& o : outages)
+    if (host_of(o.from) == host_of(o.to)) {
+      const int next = (host_of(o.from) + 1) % hosts();
+      o.to = static_cast<int>(std::find(host_of_rank.begin(), host_of_rank.end(), next) - host_of_rank.begin());
+    }
 }
 
 void FaultSchedule::draw_other_shapes() {
@@ -130,7 +192,12 @@ void FaultSchedule::draw_other_shapes() {
 std::string FaultSchedule::describe() const {
   std::ostringstream o;
   o.precision(4);
-  o << "seed " << seed << ": " << ranks << " ranks, calibration " << calibration_calls << " call(s)/class, loss budget "
+  o << "seed " << seed << ": " << ranks << " ranks";
+  if (placed()) {
+    o << " on hosts";
+    for (int r = 0; r < ranks; ++r) o << (r ? "," : " ") << host_of(r);
+  }
+  o << ", calibration " << calibration_calls << " call(s)/class, loss budget "
     << loss_budget << " (agreed every " << sync_interval << "), resend rounds " << resend_rounds << "\n  calls:";
   for (std::size_t c = 0; c < float32_allreduces; ++c) o << " " << calls[c].count << (calls[c].bounded ? "b" : "x");
   o << "\n  then:";

@@ -44,8 +44,17 @@ struct PlannedCall {
 std::string shape_text(const PlannedCall& call);
 
 struct FaultSchedule {
+  // Seeds from here on put several ranks on some hosts (three-stage calls: each host's ranks
+  // share memory, the faults are those of the network between hosts); below it every rank has a
+  // host of its own, as every seed had before (their schedules are what they were).
+  static constexpr std::uint64_t kPlacedSeeds = 1000000;
+
   std::uint64_t seed = 0;
   int ranks = 2;
+  // The host of every rank (numbered by their lowest rank), for seeds from kPlacedSeeds on: 2 or
+  // 3 hosts of 1 to 4 ranks, at most 6 in all, some host with several; filled in order, or now and
+  // then round robin (reduce-scatters then stay flat). Empty: a host per rank.
+  std::vector<int> host_of_rank;
   unsigned calibration_calls = 1;
   double loss_budget = 0.5;
   unsigned sync_interval = 2;
@@ -68,7 +77,20 @@ struct FaultSchedule {
   int give_up_stall_rank = -1;
   double give_up_stall_ms = 0;
 
+  bool placed() const { return !host_of_rank.empty(); }
+  int host_of(int rank) const { return placed() ? host_of_rank[static_cast<std::size_t>(rank)] : rank; }
+  int hosts() const;
+
   static FaultSchedule draw(std::uint64_t seed);
+  // A placed seed's hosts (from a stream of its own), which set the number of ranks.
+  void draw_placement();
+  // A placed seed's faults between ranks of one host move between hosts (no loss inside a host;
+  // an outage there cuts a link to the next host instead).
+  void keep_faults_between_hosts();
+  // Drawn last for a placed seed, from a stream of its own: more bounded float32 allreduces of
+  // the sizes its first calls calibrated, and a rank of a host with several entering a call up to
+  // 6 s late (past the call's watchdog: its host's reduce-scatter fails without it).
+  void draw_host_faults();
   // The calls of other shapes (and their late entries), appended: a seed's float32 allreduces
   // and faults are what they were before these were drawn.
   void draw_other_shapes();

@@ -11,13 +11,16 @@ namespace {
 // Elements past a result that is not written in place, which must stay as they were.
 constexpr std::uint64_t kGuard = 8;
 
-float value(int rank, int call, std::uint64_t i) { return static_cast<float>(1 << rank) * factor(call, i); }
+float value(int rank, int ranks, int call, std::uint64_t i) { return static_cast<float>(1 << rank) * factor(call, i, ranks); }
 
 std::size_t bytes_per_entry(const PlannedCall& planned) { return element_bytes(planned.shape.format); }
 
 }  // namespace
 
-float factor(int call, std::uint64_t i) { return static_cast<float>(1 + (i * 7 + static_cast<std::uint64_t>(call) * 3) % 13); }
+float factor(int call, std::uint64_t i, int ranks) {
+  const std::uint64_t most = ranks <= 4 ? 13 : 256 / ((1u << ranks) - 1);
+  return static_cast<float>(1 + (i * 7 + static_cast<std::uint64_t>(call) * 3) % most);
+}
 
 std::uint64_t result_entries(const PlannedCall& planned, int rank) {
   return planned.shape.scatter_only() ? planned.blocks[static_cast<std::size_t>(rank)] : planned.count;
@@ -36,7 +39,7 @@ CallStats run_planned_call(Engine& engine, const PlannedCall& planned, int call,
   const std::size_t eb = bytes_per_entry(planned);
   const ElementFormat format = planned.shape.format;
   std::vector<float> values(count);
-  for (std::uint64_t i = 0; i < count; ++i) values[i] = value(rank, call, i);
+  for (std::uint64_t i = 0; i < count; ++i) values[i] = value(rank, engine.ranks(), call, i);
   std::vector<std::byte> in(count * eb);
   if (format == ElementFormat::float32) std::memcpy(in.data(), values.data(), in.size());
   else narrow(format, values.data(), in.data(), count);

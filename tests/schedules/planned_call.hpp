@@ -1,9 +1,10 @@
 // One planned call on one rank: the data it sums, the buffers it runs on (in place every other
 // call) and reading back what it gave. The data are integers: rank r contributes 2^r times a
-// factor of the entry (1 to 13), so the sum of any subset of the ranks' contributions is at most
-// 13 * 15 = 195, exact in float32 and in both 16-bit formats (bfloat16 holds every integer up to
-// 256) whatever the order of the additions, and names its subset: the exact sum in each format
-// is the float64 one, with no rounding to tolerate.
+// factor of the entry (1 to 13 for up to 4 ranks: at most 13 * 15 = 195; fewer past them, 1 to 4
+// for 6 ranks: 4 * 63 = 252), so the sum of any subset of the ranks' contributions is at most
+// 256, exact in float32 and in both 16-bit formats (bfloat16 holds every integer up to 256)
+// whatever the order of the additions, and names its subset: the exact sum in each format is the
+// float64 one, with no rounding to tolerate.
 #pragma once
 
 #include <cstddef>
@@ -15,8 +16,8 @@
 
 namespace optireduce::schedules {
 
-// What entry i of a call's input is multiplied by on every rank.
-float factor(int call, std::uint64_t i);
+// What entry i of a call's input is multiplied by on every rank of a job of `ranks`.
+float factor(int call, std::uint64_t i, int ranks);
 
 struct CallBuffers {
   std::vector<std::byte> out;   // the output buffer (in place: the input, the result at its start)

@@ -12,6 +12,8 @@
 #include "optireduce/log.hpp"
 
 #include "optireduce/engine/engine/engine.hpp"
+#include "host_view.hpp"
+#include "job_layer.hpp"
 #include "planned_call.hpp"
 #include "scheduled_network.hpp"
 #include "../unit/inproc_transport.hpp"
@@ -26,83 +28,6 @@ Clock::time_point g_log_start = Clock::now();
 void write_log_line(LogLevel, const char* text) {
   std::fprintf(stderr, "[%9.3f ms] rank %d: %s\n", std::chrono::duration<double, std::milli>(Clock::now() - g_log_start).count(), t_rank, text);
 }
-
-// How long a rank may wait in a collective of the job's own layer for the others: longer than
-// any engine wait (hard deadline, watchdog, a calibration rerun's watchdog after the run's
-// exchange: TarCall::longest_exchange_lag) before they must have come. Past it, a rank is
-// missing: a hang, which the rendezvous ends by handing back empty blobs.
-constexpr auto kHangBound = std::chrono::seconds(30);
-
-// The job's own layer (MPI's all-gather and exact sum), checked: every collective must pair the
-// same call on every rank, and every rank must come.
-class Rendezvous {
- public:
-  explicit Rendezvous(int ranks) : ranks_(ranks), slots_(ranks), tags_(ranks) {}
-  std::vector<std::vector<std::byte>> allgather(int rank, int tag, std::span<const std::byte> mine) {
-    std::unique_lock lock(mutex_);
-    if (broken_) return std::vector<std::vector<std::byte>>(static_cast<std::size_t>(ranks_));
-    const unsigned generation = generation_;
-    slots_[rank].assign(mine.begin(), mine.end());
-    tags_[rank] = tag;
-    if (++count_ == ranks_) {
-      for (int r = 1; r < ranks_; ++r)
-        if (tags_[r] != tags_[0]) {
-          std::ostringstream m;
-          m << "a collective of the job's own layer paired call " << tags_[0] << " on rank 0 with call " << tags_[r] << " on rank " << r;
-          problems_.push_back(m.str());
-          break;
-        }
-      result_ = slots_;
-      count_ = 0;
-      ++generation_;
-      cv_.notify_all();
-      return result_;
-    }
-    if (!cv_.wait_until(lock, Clock::now() + kHangBound, [&] { return generation_ != generation || broken_; })) {
-      std::ostringstream m;
-      m << "hang: rank " << rank << " waited " << kHangBound.count() << " s in a collective of the job's own layer (call " << tag
-        << ") that not every rank entered";
-      problems_.push_back(m.str());
-      broken_ = true;
-      cv_.notify_all();
-    }
-    if (broken_) return std::vector<std::vector<std::byte>>(static_cast<std::size_t>(ranks_));
-    return result_;
-  }
-  bool broken() {
-    std::lock_guard lock(mutex_);
-    return broken_;
-  }
-  std::vector<std::string> problems() {
-    std::lock_guard lock(mutex_);
-    return problems_;
-  }
-
- private:
-  const int ranks_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::vector<std::vector<std::byte>> slots_, result_;
-  std::vector<int> tags_;
-  int count_ = 0;
-  unsigned generation_ = 0;
-  bool broken_ = false;
-  std::vector<std::string> problems_;
-};
-
-class CheckedBootstrap final : public testing::AllgatherBootstrap {
- public:
-  CheckedBootstrap(std::shared_ptr<Rendezvous> rendezvous, int rank, const std::atomic<int>& call)
-      : rendezvous_(std::move(rendezvous)), rank_(rank), call_(call) {}
-  std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override {
-    return rendezvous_->allgather(rank_, call_.load(), mine);
-  }
-
- private:
-  std::shared_ptr<Rendezvous> rendezvous_;
-  int rank_;
-  const std::atomic<int>& call_;
-};
 
 // How much later than asked the machine's scheduler runs a thread, sampled all through the run:
 // time the threads lost to other jobs on a shared host, which no deadline of the engine covers.
@@ -179,6 +104,8 @@ SeedOutcome run_seed(const FaultSchedule& s) {
   std::vector<Status> created(static_cast<std::size_t>(ranks));
   std::vector<std::vector<Seen>> seen(static_cast<std::size_t>(calls), std::vector<Seen>(static_cast<std::size_t>(ranks)));
   std::vector<AgreedCounts> agreed(static_cast<std::size_t>(ranks));
+  const HostView hosts(s);
+  std::vector<Status> tiers_made(static_cast<std::size_t>(ranks));
 
   if (const char* level = std::getenv("SCHEDULES_LOG"); level && std::string(level) == "debug") {
     log_sink().level.store(static_cast<int>(LogLevel::debug));
@@ -196,6 +123,22 @@ SeedOutcome run_seed(const FaultSchedule& s) {
                                   std::make_unique<CheckedBootstrap>(rendezvous, r, current[r]), options, created[r]);
       if (!engines[r]) return;
       Engine& engine = *engines[r];
+      if (s.placed()) {
+        // Each slice's exchange: an engine over its holders (one per host, by host), its datagrams
+        // on a channel of the scheduled network of their own, its exact path beside them.
+        auto make = [&, r](int slice, int member, int members, std::unique_ptr<Bootstrap> view, Status& st) {
+          std::unique_ptr<Transport> lossy;
+          if (r != s.no_bounded_transport)
+            lossy = std::make_unique<ScheduledTransport>(fabric, 1 + slice, member, hosts.slices().slices[static_cast<std::size_t>(slice)].ranks);
+          auto exact = std::make_unique<DescheduledTransport>(
+              std::make_unique<testing::InProcTransport>(exact_fabric->sub_fabric(static_cast<std::uint64_t>(1 + slice), 0, members), member), fabric, r);
+          EngineOptions sub = options;
+          sub.hierarchy = HierarchyMode::off;
+          sub.faults.stall_rank = r == s.give_up_stall_rank ? member : -1;
+          return Engine::create(member, members, std::move(exact), std::move(lossy), std::move(view), sub, st);
+        };
+        tiers_made[static_cast<std::size_t>(r)] = engine.enable_hierarchy(hosts.placement(), make);
+      }
       for (int c = 0; c < calls; ++c) {
         for (const auto& l : s.late)
           if (l.rank == r && l.call == c) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(l.delay_ms));
@@ -212,6 +155,9 @@ SeedOutcome run_seed(const FaultSchedule& s) {
 
   const int made = static_cast<int>(std::count_if(engines.begin(), engines.end(), [](const auto& e) { return e != nullptr; }));
   if (made != 0 && made != ranks) problem("engine creation: " + std::to_string(made) + " of " + std::to_string(ranks) + " ranks got an engine");
+  for (int r = 0; r < ranks && made == ranks && s.placed(); ++r)
+    if (!tiers_made[static_cast<std::size_t>(r)].ok() || !engines[r]->tiers())
+      problem("rank " + std::to_string(r) + " took no three stages: " + tiers_made[static_cast<std::size_t>(r)].text());
   if (made == 0) ++outcome.calls_failed_everywhere;
 
   std::ostringstream table;
@@ -233,7 +179,7 @@ SeedOutcome run_seed(const FaultSchedule& s) {
             << ", entered " << fabric->job_ms(o.entered) << " ms, left " << fabric->job_ms(o.left) << " ms, deadlines "
             << o.stats.deadline_us[0] << "/" << o.stats.deadline_us[1] << " us, phases " << o.stats.phase_us[0] << "/"
             << o.stats.phase_us[1] << " us, dropped " << o.stats.dropped_entries << ", filled " << o.stats.filled_entries
-            << (o.stats.fill_agreed ? ", fill agreed" : "") << "\n";
+            << (o.stats.fill_agreed ? ", fill agreed" : "") << (o.stats.stages.hierarchical ? ", three stages" : "") << "\n";
     }
     ++outcome.calls_run;
     if (ok != 0 && ok != ranks) {
@@ -246,11 +192,39 @@ SeedOutcome run_seed(const FaultSchedule& s) {
       continue;
     }
     if (failed_before) problem("call " + std::to_string(c) + " succeeded after an earlier call failed");
+    // A flat call has one kind on every rank. A three-stage call runs an exchange per slice, each
+    // an engine of its own: a rank reports its first exchange's kind, which every rank whose
+    // first exchange that slice is shares; an entry is exact where its slice's exchange was.
+    const bool three_stages = row[0].stats.stages.hierarchical;
+    const HostView::CallSlices slices = three_stages ? hosts.call_slices(planned.count, planned.shape.format) : HostView::CallSlices{};
+    std::vector<int> slice_kind(slices.ranges.size(), -1);
     const CallKind kind = row[0].stats.kind;
+    bool every_kind_exact = true, every_kind_bounded = true;
+    for (int r = 0; r < ranks; ++r) {
+      const auto& o = row[r];
+      if (o.stats.stages.hierarchical != three_stages) problem(where(r) + ": three stages on rank 0, not here, or the other way round");
+      const int first = three_stages ? slices.first_of_rank[static_cast<std::size_t>(r)] : -1;
+      if (three_stages && first < 0) continue;  // no exchange with elements: no kind of its own
+      every_kind_exact = every_kind_exact && is_exact_kind(o.stats.kind);
+      every_kind_bounded = every_kind_bounded && o.stats.kind == CallKind::bounded;
+      if (!three_stages) {
+        if (o.stats.kind != kind) problem(where(r) + ": kind " + to_string(o.stats.kind) + ", rank 0's " + to_string(kind));
+        continue;
+      }
+      int& shared = slice_kind[static_cast<std::size_t>(first)];
+      if (shared >= 0 && shared != static_cast<int>(o.stats.kind))
+        problem(where(r) + ": kind " + to_string(o.stats.kind) + " of slice " + std::to_string(first) + ", another holder's " +
+                to_string(static_cast<CallKind>(shared)));
+      shared = static_cast<int>(o.stats.kind);
+    }
+    auto exact_at = [&](std::uint64_t i) {  // whether entry i of the whole buffer came from an exact exchange
+      if (!three_stages) return is_exact_kind(kind);
+      const int slice = slices.slice_of(i);
+      return slice >= 0 && slice_kind[static_cast<std::size_t>(slice)] >= 0 && is_exact_kind(static_cast<CallKind>(slice_kind[static_cast<std::size_t>(slice)]));
+    };
     double budget[2] = {0, 0};
     for (int r = 0; r < ranks; ++r) {
       const auto& o = row[r];
-      if (o.stats.kind != kind) problem(where(r) + ": kind " + to_string(o.stats.kind) + ", rank 0's " + to_string(kind));
       // A reduce-scatter's blocks are each rank's own: only an allreduce's result is the same everywhere.
       const std::uint64_t count = result_entries(planned, r), first = first_entry(planned, r);
       if (!planned.shape.scatter_only() &&
@@ -259,24 +233,32 @@ SeedOutcome run_seed(const FaultSchedule& s) {
       if (!tail_intact(planned, r, o.buffers)) problem(where(r) + ": the call wrote past its result");
       if (o.stats.entries != count) problem(where(r) + ": " + std::to_string(o.stats.entries) + " entries reported, " + std::to_string(count) + " in its result");
       for (int p = 0; p < 2; ++p) budget[p] = std::max(budget[p], o.stats.deadline_us[p]);
-      std::uint64_t differing = 0;
+      std::uint64_t differing = 0, inexact_where_exact = 0;
       bool subset_sums = true;
       for (std::uint64_t i = 0; i < count; ++i) {
         // The exact sum, and each subset's, in float64: every one is exact in the call's format.
-        const double f = factor(c, first + i), got = result_value(planned, o.buffers, i);
-        if (got != f * ((1 << ranks) - 1)) ++differing;
+        // In three stages a host's ranks are summed exactly inside it: a subset of whole hosts.
+        const double f = factor(c, first + i, ranks), got = result_value(planned, o.buffers, i);
+        const bool exact = got == f * ((1 << ranks) - 1);
+        differing += !exact;
+        inexact_where_exact += !exact && exact_at(first + i);
         const double subset = got / f;
-        subset_sums = subset_sums && std::isfinite(got) && subset == std::floor(subset) && subset >= 0 && subset < (1 << ranks);
+        subset_sums = subset_sums && std::isfinite(got) && subset == std::floor(subset) && subset >= 0 && subset < (1 << ranks) &&
+                      hosts.possible_subset(static_cast<unsigned>(subset), three_stages);
       }
-      if (!subset_sums) problem(where(r) + ": an entry is no sum of the ranks' contributions (worse than dropping what was missing)");
-      if (is_exact_kind(kind) && (differing != 0 || o.stats.dropped_entries != 0))
-        problem(where(r) + ": an exact call's result has " + std::to_string(differing) + " inexact entries, " +
+      if (!subset_sums)
+        problem(where(r) + (three_stages ? ": an entry is no sum of whole hosts' contributions (worse than dropping what was missing)"
+                                         : ": an entry is no sum of the ranks' contributions (worse than dropping what was missing)"));
+      if (inexact_where_exact != 0 || (every_kind_exact && o.stats.dropped_entries != 0))
+        problem(where(r) + ": an exact call's result has " + std::to_string(inexact_where_exact) + " inexact entries, " +
                 std::to_string(o.stats.dropped_entries) + " counted as dropped");
       if (differing > o.stats.dropped_entries || o.stats.filled_entries > o.stats.dropped_entries || o.stats.dropped_entries > count)
         problem(where(r) + ": " + std::to_string(differing) + " entries inexact, " + std::to_string(o.stats.dropped_entries) +
                 " counted as dropped, " + std::to_string(o.stats.filled_entries) + " as filled");
     }
-    if (kind != CallKind::bounded) continue;
+    outcome.three_stage_calls += three_stages;
+    outcome.three_stage_bounded += three_stages && every_kind_bounded;
+    if (!every_kind_bounded) continue;
     // What the engine's own waits allow a bounded call from the last rank's entry (the deadlines
     // agreed for it): each phase its budget stretched to its limit with its resend rounds, the
     // fill agreement's wait for peers whose phases stretched as long, one stall wait for a
@@ -289,6 +271,9 @@ SeedOutcome run_seed(const FaultSchedule& s) {
       allowed_ms += 2 * DC::stretch_limit_us(budget[p]) + s.resend_rounds * DC::resend_wait_us(budget[p]) + DC::follow_wait_us(budget[p]);
     allowed_ms += DC::agreement_wait_us(budget[planned.shape.scatter_only() ? 0 : 1]) + DC::stall_wait_us(std::max(budget[0], budget[1])) +
                   2 * DC::decision_linger_us(budget[1]);
+    // In three stages a rank runs its slices' exchanges one after another, and a holder that
+    // comes to one late (busy with the one before) holds its peers there: as many bounds in a row.
+    allowed_ms *= three_stages ? slices.longest_chain : 1;
     allowed_ms /= 1000;
     Clock::time_point last_left{};
     for (int r = 0; r < ranks; ++r) last_left = std::max(last_left, row[r].left);
@@ -312,8 +297,10 @@ SeedOutcome run_seed(const FaultSchedule& s) {
     // runs again (the engine cannot tell that from a late entry): the descheduling counts too.
     Clock::time_point first_entry = last_entry;
     for (int r = 0; r < ranks; ++r) first_entry = std::min(first_entry, row[r].entered);
-    const double hard_ms = double(options.timeout.count()) + 2 * std::chrono::duration<double, std::milli>(last_entry - first_entry).count() +
-                           2 * descheduled_ms(first_entry, last_left) + 2 * DC::notice_wait_us() / 1000 + margin_ms;
+    const double chain = three_stages ? slices.longest_chain : 1;
+    const double hard_ms = chain * (double(options.timeout.count()) + 2 * DC::notice_wait_us() / 1000) +
+                           2 * std::chrono::duration<double, std::milli>(last_entry - first_entry).count() +
+                           2 * descheduled_ms(first_entry, last_left) + margin_ms;
     bool past_waits = false;
     for (int r = 0; r < ranks; ++r) {
       const double took_ms = std::chrono::duration<double, std::milli>(row[r].left - last_entry).count();

@@ -13,6 +13,11 @@
 //    schedule injected, and what the machine's scheduler took from the threads meanwhile,
 //    measured) are counted: a peer's word lost at the end of the call holds them;
 //  - the counters the ranks agree on are the same on every rank.
+// A placed seed's calls (several ranks per host: the three stages, host_view.hpp) are checked
+// with the three stages' semantics: an entry sums whole hosts' contributions, a rank's kind is its
+// first exchange's (shared by every rank whose first exchange that slice is), an entry is exact
+// where its slice's exchange was, and the time bounds hold as many times over as a rank runs
+// exchanges one after another.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +33,7 @@ struct SeedOutcome {
   int calls_failed_everywhere = 0;
   int calls_run = 0;
   int past_waits = 0;  // bounded calls that outlasted their deadlines' waits (a peer's word lost)
+  int three_stage_calls = 0, three_stage_bounded = 0;  // succeeded in three stages (every exchange bounded)
   double seconds = 0;
   std::string table;  // one line per call and rank (printed for a failing seed, or on request)
 };

@@ -18,19 +18,22 @@ std::uint64_t mix(std::uint64_t x) {
 }  // namespace
 
 ScheduledFabric::ScheduledFabric(const FaultSchedule& schedule, Clock::time_point job_start)
-    : schedule_(schedule), job_start_(job_start), inboxes_(static_cast<std::size_t>(schedule.ranks)) {}
+    : schedule_(schedule), job_start_(job_start) {}
 
 double ScheduledFabric::draw(std::uint64_t identity, std::uint64_t salt) const {
   return double(mix(identity ^ mix(schedule_.seed + salt)) >> 11) / double(1ull << 53);
 }
 
-void ScheduledFabric::send(int from, int to, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) {
+void ScheduledFabric::send(int channel, End source, End dest, Lane lane, std::span<const std::byte> header,
+                           std::span<const std::byte> payload) {
   const auto now = Clock::now();
+  const int from = source.rank, to = dest.rank;
   WireHeader h;
   const bool ours = decode(header, h);
   std::uint64_t identity = mix((std::uint64_t(from) << 8 | std::uint64_t(to)) ^ std::uint64_t(lane) << 16);
   if (ours)
     identity = mix(identity ^ mix(std::uint64_t(h.kind) << 32 ^ h.flags) ^ mix(h.epoch * 0x9e3779b97f4a7c15ull + h.offset));
+  if (channel != 0) identity = mix(identity ^ mix(0xa0761d6478bd642full * std::uint64_t(channel)));  // the communicator's as before
   std::lock_guard lock(mutex_);
   identity = mix(identity + sent_before_[identity]++);
   ++counts_.sent;
@@ -54,14 +57,15 @@ void ScheduledFabric::send(int from, int to, Lane lane, std::span<const std::byt
       release += std::chrono::duration_cast<Clock::duration>(
           std::chrono::duration<double, std::milli>(draw(identity, 5 + k) * schedule_.max_delay_ms));
     }
-    inboxes_[static_cast<std::size_t>(to)].push({release, order_++, {from, {header.begin(), header.end()}, {payload.begin(), payload.end()}}});
+    inboxes_[{channel, dest.member}].push(
+        {release, order_++, {source.member, {header.begin(), header.end()}, {payload.begin(), payload.end()}}});
   }
   arrived_.notify_all();
 }
 
-bool ScheduledFabric::take(int rank, Clock::time_point deadline, Message& out) {
+bool ScheduledFabric::take(int channel, int member, Clock::time_point deadline, Message& out) {
   std::unique_lock lock(mutex_);
-  auto& inbox = inboxes_[static_cast<std::size_t>(rank)];
+  auto& inbox = inboxes_[{channel, member}];
   for (;;) {
     const auto now = Clock::now();
     if (!inbox.empty() && inbox.top().release <= now) break;
@@ -92,17 +96,17 @@ void ScheduledFabric::run_or_stop(int rank) const {
 }
 
 Status ScheduledTransport::send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) {
-  fabric_->run_or_stop(rank_);
-  fabric_->send(rank_, peer, lane, header, payload);
+  fabric_->run_or_stop(rank_of(member_));
+  fabric_->send(channel_, {member_, rank_of(member_)}, {peer, rank_of(peer)}, lane, header, payload);
   return {};
 }
 
 Status ScheduledTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
-  fabric_->run_or_stop(rank_);
+  fabric_->run_or_stop(rank_of(member_));
   ScheduledFabric::Message m;
-  if (!fabric_->take(rank_, deadline, m)) return Timeout("nothing arrived");
+  if (!fabric_->take(channel_, member_, deadline, m)) return Timeout("nothing arrived");
   do testing::hand_over(m.message, on_message);
-  while (fabric_->take(rank_, Clock::time_point::min(), m));
+  while (fabric_->take(channel_, member_, Clock::time_point::min(), m));
   return {};
 }
 

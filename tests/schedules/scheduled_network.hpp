@@ -3,6 +3,9 @@
 // delivered twice, or held on the way (and so overtaken); a descheduled rank's thread stops in
 // its transport calls. Each decision comes from the seed and the message's identity (sender,
 // receiver, kind, call, offset, flags, and how many times that same message was sent before).
+// Beside the communicator's own network (channel 0) it carries one channel per slice of a
+// three-stage call (channel 1 + slice), among the slice's holders: each end of it is a rank of
+// the job, whose faults (loss per direction, outages, descheduling) it takes.
 #pragma once
 
 #include <condition_variable>
@@ -34,10 +37,14 @@ class ScheduledFabric {
     testing::InProcFabric::Message message;
     bool operator>(const Message& o) const { return std::tie(release, order) > std::tie(o.release, o.order); }
   };
-  // Sends one message the way the schedule says (lost, held, doubled).
-  void send(int from, int to, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload);
-  // The next message due for `rank` by `deadline`.
-  bool take(int rank, Clock::time_point deadline, Message& out);
+  // One end of a channel: its number among the channel's members, and the job's rank there.
+  struct End {
+    int member = 0, rank = 0;
+  };
+  // Sends one message of `channel` the way the schedule says (lost, held, doubled).
+  void send(int channel, End from, End to, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload);
+  // The next message of `channel` due for `member` by `deadline`.
+  bool take(int channel, int member, Clock::time_point deadline, Message& out);
   // Until when `rank` is descheduled at `now` (now: it runs).
   Clock::time_point stopped_until(int rank, Clock::time_point now) const;
   // A descheduled rank's thread stops here (in its transport calls) until its time comes back.
@@ -56,17 +63,21 @@ class ScheduledFabric {
   const Clock::time_point job_start_;
   std::mutex mutex_;
   std::condition_variable arrived_;
-  std::vector<std::priority_queue<Message, std::vector<Message>, std::greater<>>> inboxes_;
+  std::map<std::pair<int, int>, std::priority_queue<Message, std::vector<Message>, std::greater<>>> inboxes_;  // (channel, member)
   std::map<std::uint64_t, std::uint32_t> sent_before_;  // by message identity
   std::uint64_t order_ = 0;
   Counts counts_;
 };
 
-// One rank's end of the scheduled network: a transport that may lose data, as UDP is.
+// One rank's end of the scheduled network: a transport that may lose data, as UDP is. Over the
+// communicator's channel its members are the job's ranks; over a slice's, `members` names the
+// job's rank of each member.
 class ScheduledTransport final : public Transport {
  public:
-  ScheduledTransport(std::shared_ptr<ScheduledFabric> fabric, int rank) : fabric_(std::move(fabric)), rank_(rank) {}
-  std::vector<std::byte> local_address() const override { return {std::byte(rank_)}; }
+  ScheduledTransport(std::shared_ptr<ScheduledFabric> fabric, int rank) : fabric_(std::move(fabric)), member_(rank) {}
+  ScheduledTransport(std::shared_ptr<ScheduledFabric> fabric, int channel, int member, std::vector<int> members)
+      : fabric_(std::move(fabric)), channel_(channel), member_(member), members_(std::move(members)) {}
+  std::vector<std::byte> local_address() const override { return {std::byte(member_)}; }
   Status connect(int, const std::vector<std::vector<std::byte>>&, Clock::time_point) override { return {}; }
   Status send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) override;
   std::size_t sends_in_flight(int) const override { return 0; }  // a send is a copy
@@ -76,8 +87,11 @@ class ScheduledTransport final : public Transport {
   std::string describe() const override { return "scheduled datagrams"; }
 
  private:
+  int rank_of(int member) const { return members_.empty() ? member : members_[static_cast<std::size_t>(member)]; }
   std::shared_ptr<ScheduledFabric> fabric_;
-  int rank_;
+  int channel_ = 0;
+  int member_;
+  std::vector<int> members_;
 };
 
 // The exact path of a rank under the same schedule: reliable, but its thread stops as the

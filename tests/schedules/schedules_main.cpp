@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
         }
   });
 
-  unsigned long long disagreements = 0, failed_everywhere = 0, past_waits = 0, next = from;
+  unsigned long long disagreements = 0, failed_everywhere = 0, past_waits = 0, three_stages = 0, three_stages_bounded = 0, next = from;
   double slowest = 0;
   unsigned long long slowest_seed = 0;
   std::vector<std::thread> pool;
@@ -91,6 +91,8 @@ int main(int argc, char** argv) {
         running.erase(seed);
         failed_everywhere += static_cast<unsigned long long>(outcome.calls_failed_everywhere);
         past_waits += static_cast<unsigned long long>(outcome.past_waits);
+        three_stages += static_cast<unsigned long long>(outcome.three_stage_calls);
+        three_stages_bounded += static_cast<unsigned long long>(outcome.three_stage_bounded);
         if (outcome.seconds > slowest) slowest = outcome.seconds, slowest_seed = seed;
         if (!outcome.disagreements.empty()) ++disagreements;
         if (!outcome.disagreements.empty() || single) {
@@ -110,6 +112,7 @@ int main(int argc, char** argv) {
   watchdog.join();
   std::printf("%llu bounded calls outlasted their deadlines' waits (held by a peer's lost word, within their hard bound)\n",
               past_waits);
+  if (three_stages) std::printf("%llu calls succeeded in three stages, %llu of them bounded in every exchange\n", three_stages, three_stages_bounded);
   std::printf("slowest seed %llu: %.2f s\n%llu seeds, %llu disagreements, %llu calls failed everywhere\n", slowest_seed, slowest, seeds, disagreements,
               failed_everywhere);
   return disagreements ? 1 : 0;

@@ -10,7 +10,11 @@
 //  - rank 0 owns an empty block and rank 2 enters past the watchdog: rank 1 times out waiting for
 //    rank 2's data, rank 2 fails on its notice, and rank 0 (which received nothing) must fail too;
 //  - every block owned, rank 2's data to rank 1 held past the watchdog (a stalled sender): rank 0
-//    gets its whole block, and must still fail with rank 1.
+//    gets its whole block, and must still fail with rank 1;
+//  - ranks 0 and 1 own empty blocks and rank 2 enters past the watchdog: 0 and 1 said their blocks
+//    are closed, then timed out waiting for rank 2's word and sent their notices. Rank 2 finds
+//    its data, both words and both notices waiting: it must fail on the notices, not leave as
+//    soon as it has its block and every word (a notice handled is a failure, whatever else came).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -100,6 +104,13 @@ TEST(FlatReduceScatter, ACompleteBlockFailsWhereAStalledSenderFailsAPeer) {
   c.blocks = {600, 600, 600};
   c.held_from = 2, c.held_to = 1;
   expect_one_outcome(run_flat_case(c, "every block owned, a held link"), 1);
+}
+
+TEST(FlatReduceScatter, ALateRankFailsOnTheNoticesThatCameWithItsWholeBlock) {
+  FlatCase c;
+  c.blocks = {0, 0, 600};
+  c.late_rank = 2;
+  expect_one_outcome(run_flat_case(c, "two empty blocks, a late peer"), 0);
 }
 
 }  // namespace
