@@ -133,13 +133,17 @@ CallStats Engine::run_call(TarRequest call, bool allow_bounded) {
     // failures, and every rank of every host learns of any (hierarchy/host_tiers.hpp). An empty
     // call has no slice to carry a host's failure to the others: it stays flat.
     stats.sequence = ++state_.calls;
+    tiers_->note_list_left(list_left());
     stats = tiers_->allreduce(call.input, call.output, call.count, call.shape.format, allow_bounded, std::move(stats), start);
+    note_list_left(tiers_->list_left());
     state_.largest_call_bytes = std::max<std::size_t>(state_.largest_call_bytes, call.count * call.shape.element_bytes());
   } else if (tiers_ && call.shape.scatter_only() && call.count > 0 && tiers_->takes_reduce_scatter(call.blocks)) {
     // The same, a reduce-scatter (hierarchy/host_reduce_scatter.cpp): every host holds a part,
     // so every host hears of a failure.
     stats.sequence = ++state_.calls;
+    tiers_->note_list_left(list_left());
     stats = tiers_->reduce_scatter(call.input, call.output, call.blocks, call.shape.format, allow_bounded, std::move(stats), start);
+    note_list_left(tiers_->list_left());
     state_.largest_call_bytes = std::max<std::size_t>(state_.largest_call_bytes, call.count * call.shape.element_bytes());
   } else {
     stats = run_flat(call, allow_bounded, std::move(stats), start);

@@ -4,6 +4,7 @@
 // nothing of MPI: the bootstrap is what it needs of the job's own layer.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -80,6 +81,14 @@ class Engine {
   // calls over the job's MPI then sum one more element, whether a rank's caller failed the call,
   // so such a failure fails the call on every rank there too.
   void flag_failures_over_bootstrap() { failure_flag_over_bootstrap_ = true; }
+
+  // When this rank last left a list exchange, of this engine or (as noted) of another engine of
+  // its communicator: peers may still be in it for TarCall::longest_exchange_lag, and an exact
+  // call's watchdog counts from then (call/list_exchange.cpp). The zero time point: never.
+  Clock::time_point list_left() const {
+    return std::max(state_.last_list.epoch != 0 ? state_.last_list.left : Clock::time_point{}, state_.other_list_left);
+  }
+  void note_list_left(Clock::time_point left) { state_.other_list_left = std::max(state_.other_list_left, left); }
 
   int rank() const { return state_.rank; }
   int ranks() const { return state_.ranks; }

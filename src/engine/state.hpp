@@ -107,6 +107,11 @@ struct EngineState {
     std::vector<std::byte> bitmap;
     std::array<std::byte, WireHeader::kEncodedSize> header{};
   } last_list;
+  // When this rank last left a list exchange of another engine of its communicator (a slice's
+  // exchange of a three-stage call, or the communicator's own flat call seen from a slice's
+  // engine): its peers there may lag this rank as long, and this engine's next exact call waits
+  // for them as for its own last list (hierarchy/host_tiers.hpp).
+  Clock::time_point other_list_left{};
   AgreedCounts agreed;
   CallStats last_call;
   std::size_t largest_call_bytes = 0;

@@ -139,7 +139,9 @@ Status HostTiers::exchange_slices(const HostSums& sums, std::size_t elements, El
     const ElementRange r = slices_.elements_of(my_slices_[i], elements, host_granule(format));
     if (r.size() == 0) continue;  // every holder sees it empty alike
     if (stages_) stages_->mark_progress();
+    engines_[i]->note_list_left(list_left_);
     const CallStats one = exchange(*engines_[i], sums.work + (r.begin - sums.begin) * size, r, failure);
+    list_left_ = std::max(list_left_, engines_[i]->list_left());
     if (!one.ok() && failure.ok()) failure = one.status;
     stats.dropped_entries += one.dropped_entries;
     stats.filled_entries += one.filled_entries;

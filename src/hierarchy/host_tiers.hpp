@@ -15,6 +15,7 @@
 // slices in every call, failed or not, so no holder waits for one that gave up.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -62,6 +63,14 @@ class HostTiers {
 
   // The name of a host's segment, the `generation`-th this communicator attached (from 1).
   static std::string segment_name(std::uint64_t comm_id, const std::string& host, unsigned generation);
+
+  // When this rank last left a list exchange of any engine of its communicator: the
+  // communicator's engine notes its own before each call, and after it takes the latest of the
+  // slices' (Engine::list_left). Each slice's engine is told before its exchange, so its exact
+  // calls wait for peers that may still be in another engine's list exchange (a flat call's, or
+  // another slice's), as they wait for their own (docs/design.md, "Many ranks per host").
+  void note_list_left(Clock::time_point left) { list_left_ = std::max(list_left_, left); }
+  Clock::time_point list_left() const { return list_left_; }
 
   const Placement& placement() const { return placement_; }
   // Over the engines of this rank's slices.
@@ -119,6 +128,7 @@ class HostTiers {
   // reasons rank 0 logged already.
   const std::string scatter_flat_reason_;
   std::vector<std::string> scatter_reasons_logged_;
+  Clock::time_point list_left_{};
 };
 
 }  // namespace optireduce

@@ -114,3 +114,50 @@ TEST(HostTiers, ReplicasIdenticalUnderCrossHostLossUneven) { expect_consistent_u
 
 }  // namespace
 }  // namespace optireduce
+
+namespace optireduce {
+namespace {
+
+// A bounded three-stage call ends in each slice's list exchange (over datagrams), where a holder
+// whose word that it knew was lost may still wait after this rank left; the communicator's engine
+// learns when this rank left the latest of them, so its next exact call (a flat reduce-scatter, a
+// fallback) waits for such a peer as for its own list exchange's (TarCall::watchdog_from). Found
+// by the fault schedules: a holder released about a watchdog after the others by a lost word made
+// the next flat calibration part the ranks (seed 1003464, once, under load).
+TEST(HostTiers, TheCommunicatorsEngineLearnsWhenItsSlicesLeftTheirListExchanges) {
+  EngineOptions options;
+  options.hadamard = HadamardMode::off;
+  options.chunk_elems = 64;
+  options.calibration_calls = 1;
+  options.loss_budget = 1.0;
+  InProcNetwork network;  // datagrams, none lost: every bounded exchange ends in lists
+  TiersJob job;
+  job.counts = {2, 2}, job.calls = 4, job.count = 4096, job.options = options;
+  job.network = &network, job.bounded = true;
+  const int ranks = 4;
+  std::vector<Clock::time_point> left(static_cast<std::size_t>(job.calls * ranks));
+  std::vector<Clock::time_point> entered(static_cast<std::size_t>(job.calls * ranks));
+  job.before_call = [&](int r, int c, const Engine& engine) {
+    left[static_cast<std::size_t>(c * ranks + r)] = engine.list_left();
+    entered[static_cast<std::size_t>(c * ranks + r)] = Clock::now();
+  };
+  const TiersOutcome out = testing::run_tiers_job(job);
+  ASSERT_TRUE(out.all_tiered);
+  for (int r = 0; r < ranks; ++r) {
+    EXPECT_EQ(left[static_cast<std::size_t>(r)], Clock::time_point{}) << "rank " << r << " left a list exchange before its first call";
+    for (int c = 1; c < job.calls; ++c) {
+      const std::size_t before = static_cast<std::size_t>((c - 1) * ranks + r), at = static_cast<std::size_t>(c * ranks + r);
+      ASSERT_TRUE(out.stats[before].ok()) << out.stats[before].status.text();
+      if (out.stats[before].kind != CallKind::bounded) continue;
+      // The call before was bounded over datagrams: this rank left its slice's list exchange in it.
+      EXPECT_GT(left[at], entered[before]) << "rank " << r << ", call " << c;
+      EXPECT_LE(left[at], entered[at]) << "rank " << r << ", call " << c;
+    }
+  }
+  std::uint64_t bounded = 0;
+  for (const auto& s : out.stats) bounded += s.kind == CallKind::bounded;
+  EXPECT_GT(bounded, 0u) << "no call ran bounded past calibration: the test tests nothing";
+}
+
+}  // namespace
+}  // namespace optireduce
