@@ -49,7 +49,7 @@ void UcxTransport::close() {
   for (auto& a : inbox_)
     if (a.ucx_data) ucp_am_data_release(worker_, a.ucx_data);
   inbox_.clear();
-  for (void* req : flushes_) ucp_request_free(req);
+  for (const Flush& f : flushes_) ucp_request_free(f.request);
   flushes_.clear();
   ucp_worker_destroy(worker_);
   worker_ = nullptr;
@@ -289,7 +289,7 @@ void UcxTransport::wait_for_events(Clock::time_point deadline) {
   }
   if (event_fd_ < 0) return;
   if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) return;  // events pending: progress again
-  const bool sending = std::any_of(in_flight_.begin(), in_flight_.end(), [](std::size_t n) { return n != 0; });
+  const bool sending = !flushes_.empty() || std::any_of(in_flight_.begin(), in_flight_.end(), [](std::size_t n) { return n != 0; });
   const Clock::duration longest = sending ? Clock::duration(kMaxBlockWhileSending) : Clock::duration(kMaxBlock);
   pollfd pfd{event_fd_, POLLIN, 0};
   poll_until(pfd, std::min(deadline, Clock::now() + longest));
@@ -318,16 +318,13 @@ void UcxTransport::deliver(Arrived& a, const std::function<void(const InboundMes
 
 Status UcxTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
   poll_deadline_ = deadline;
-  std::erase_if(flushes_, [](void* req) {
-    if (ucp_request_check_status(req) == UCS_INPROGRESS) return false;
-    ucp_request_free(req);
-    return true;
-  });
+  (void)reap_flushes();
   // A completed send is news too: the engine waits for sends_in_flight() to drop (a staging
   // buffer to come free, a peer to be served) by calling poll() and looking again when it
   // returns. Returning only for messages deadlocked exact calls: a rank whose last sends of the
   // previous call completed inside this poll, after every peer had already sent it all it would
-  // send before hearing from it, slept here until the watchdog (mpi.buckets.np3).
+  // send before hearing from it, slept here until the watchdog (mpi.buckets.np3). So is a
+  // completed flush: a call ends only once acknowledgements_pending() is zero.
   const std::uint64_t completed_at_entry = sends_completed_, delivered_at_entry = delivered_;
   OR_CHECK(!in_callback_, invalid, "UcxTransport::poll called while a message is being delivered");
   handler_ = &on_message;
@@ -348,7 +345,7 @@ Status UcxTransport::poll(Clock::time_point deadline, const std::function<void(c
       return {};
     }
     OR_CHECK(!failed_, peer, "a UCX endpoint failed");
-    if (sends_completed_ != completed_at_entry || delivered_ != delivered_at_entry) return {};
+    if (sends_completed_ != completed_at_entry || delivered_ != delivered_at_entry || reap_flushes()) return {};
     if (Clock::now() >= deadline) return Timeout("nothing arrived");
     wait_for_events(deadline);
   }
@@ -403,7 +400,7 @@ bool UcxTransport::fetch(Arrived& a, std::span<std::byte> dst) {
 // it drains. The flush waits for everything queued to that peer, though, not only the ATS: when
 // the peer does not progress (a late payload refused after its sender moved on) it waits at
 // most until the poll's deadline (so a bounded call keeps to its budget) or kFetchTimeout, and
-// the flush then finishes in later polls.
+// the flush then finishes in later polls: the call does not end before (TarCall::peers_served).
 void UcxTransport::push_out(int peer) {
   if (peer < 0 || static_cast<std::size_t>(peer) >= endpoints_.size() || !endpoints_[peer]) return;
   ucp_request_param_t param{};
@@ -413,10 +410,24 @@ void UcxTransport::push_out(int peer) {
   while (ucp_request_check_status(req) == UCS_INPROGRESS && Clock::now() < give_up) ucp_worker_progress(worker_);
   if (ucp_request_check_status(req) == UCS_INPROGRESS) {
     OR_LOG(debug, "UCX: what this rank queued for rank %d has not left yet", peer);
-    flushes_.push_back(req);
+    flushes_.push_back({peer, req});
     return;
   }
   ucp_request_free(req);
+}
+
+bool UcxTransport::reap_flushes() {
+  return std::erase_if(flushes_, [](const Flush& f) {
+           if (ucp_request_check_status(f.request) == UCS_INPROGRESS) return false;
+           ucp_request_free(f.request);
+           return true;
+         }) != 0;
+}
+
+std::size_t UcxTransport::acknowledgements_pending(int peer) const {
+  return static_cast<std::size_t>(std::count_if(flushes_.begin(), flushes_.end(), [peer](const Flush& f) {
+    return f.peer == peer && ucp_request_check_status(f.request) == UCS_INPROGRESS;
+  }));
 }
 
 }  // namespace optireduce::ucx::detail

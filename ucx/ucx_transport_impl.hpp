@@ -41,6 +41,7 @@ class UcxTransport final : public Transport {
   Status connect(int self_rank, const std::vector<std::vector<std::byte>>& peers, Clock::time_point deadline) override;
   Status send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) override;
   std::size_t sends_in_flight(int peer) const override { return in_flight_.at(peer); }
+  std::size_t acknowledgements_pending(int peer) const override;
   Status poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override;
   TransportTraits traits() const override { return {true, true, false, std::size_t{1} << 30, shared_memory_}; }
   std::string describe() const override { return description_; }
@@ -87,6 +88,8 @@ class UcxTransport final : public Transport {
   void post_deferred();
   bool fetch(Arrived& a, std::span<std::byte> dst);
   void push_out(int peer);
+  // Frees the flushes push_out() left that have completed; true when there were any.
+  bool reap_flushes();
   void progress_all();
   void wait_for_events(Clock::time_point deadline);
   bool handshake_done(int self_rank) const;
@@ -105,7 +108,11 @@ class UcxTransport final : public Transport {
   std::uint64_t sends_completed_ = 0;  // counted by on_send_done; poll() returns when it moves
   std::uint64_t received_rendezvous_ = 0;  // payloads fetched or refused at the sender
   Clock::time_point poll_deadline_{};      // of the poll() delivering now: push_out() keeps to it
-  std::vector<void*> flushes_;             // push_out() flushes still in flight, freed once done
+  struct Flush {
+    int peer;
+    void* request;
+  };
+  std::vector<Flush> flushes_;  // push_out() flushes still in flight, freed once done
   std::int32_t hello_header_ = -1;  // read by UCX until the hello sends complete
   std::string description_ = "ucx (not connected)";
   bool shared_memory_ = false;  // every lane of every endpoint is a shared-memory transport

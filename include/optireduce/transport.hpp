@@ -108,6 +108,12 @@ class Transport {
   // Sends to `peer` that still reference their buffers (a peer whose sends pile up is stuck).
   virtual std::size_t sends_in_flight(int peer) const = 0;
 
+  // What the transport itself queued for `peer` and has not sent yet: the acknowledgements of
+  // what it received from that peer (UCX: a rendezvous payload's, which the sender's send waits
+  // for), queued behind this rank's own sends to it. Like them they leave only while this rank
+  // polls, so a call does not end before they have (TarCall::peers_served).
+  virtual std::size_t acknowledgements_pending(int /*peer*/) const { return 0; }
+
   // Drops every send not yet handed to the network. True when, after it, no send references a
   // buffer any more (traits().can_abandon_sends); false when the transport cannot drop them.
   virtual bool abandon_queued_sends() { return false; }

@@ -1,6 +1,7 @@
 // At a phase's deadline: whether it keeps waiting, until when, and why (design.md, "Stragglers
-// and late data", "Stalled ranks over datagrams"): a stalled peer, data a late or resumed peer
-// still owes, or data still coming in.
+// and late data", "Stalled ranks over datagrams", "A rank's own stall"): a stalled peer, data a
+// late or resumed peer still owes, or data still coming in (or still on its way to a rank that
+// was stopped).
 #include <algorithm>
 #include <string>
 
@@ -25,11 +26,15 @@ TarCall::Hold TarCall::keep_waiting_until(std::size_t phase, Clock::time_point s
       late_until != Clock::time_point::min() && over_budget_share(loss_if_closed(phase)))
     return {late_until, unheard_ > 0 ? PhaseHold::entry : PhaseHold::late};
   // While data still comes, the network is delivering: wait until it has been quiet a while
-  // (once every sender's last slices are in, only a grace: the rest is in flight or lost).
+  // (once every sender's last slices are in, only a grace: the rest is in flight or lost). The
+  // quiet is the network's only while this rank ran: one that was stopped read nothing meanwhile,
+  // and what its peers sent may still be on its way (through a shared-memory FIFO a message moves
+  // only while both ends run), so the gap counts from the end of its own last stall too.
   const double gap = last_slices_in ? DeadlineController::grace_us(budget) : DeadlineController::quiet_gap_us(budget);
-  const auto quiet_until = after_us(last_arrival_, gap);
+  const bool own_stall = resumed_at_ > last_arrival_;
+  const auto quiet_until = after_us(own_stall ? resumed_at_ : last_arrival_, gap);
   return {std::min({quiet_until, after_us(stretch_from, DeadlineController::stretch_limit_us(budget)), hard_deadline_}),
-          PhaseHold::flowing};
+          own_stall ? PhaseHold::stalled : PhaseHold::flowing};
 }
 
 double TarCall::loss_if_closed(std::size_t phase) const {
@@ -58,10 +63,13 @@ void TarCall::log_scatter_cut(Clock::time_point scatter_start) const {
   std::string owing;
   for (int p = 0; p < s_.ranks; ++p)
     if (p != s_.rank && s_.scatter.waiting_for(p)) owing += (owing.empty() ? "" : ",") + std::to_string(p);
+  const std::string own = resumed_at_ == Clock::time_point{} ? "no own stall"
+                                                             : "own stall ended " + std::to_string(us_since(resumed_at_) / 1e3) + " ms before";
   OR_LOG(debug, "call %llu: scatter-reduce closed at %.1f ms of a %.1f ms budget without %llu entries from rank(s) %s, "
-         "%.1f ms after the last arrival (held %c)", static_cast<unsigned long long>(s_.epoch), us_since(scatter_start) / 1e3,
-         budget_.us[0] / 1e3, static_cast<unsigned long long>(s_.scatter.open_entries()), owing.c_str(), us_since(last_arrival_) / 1e3,
-         static_cast<char>(stats_.held[0]));
+         "%.1f ms after the last arrival (held %c; stalls %.1f ms; %s)",
+         static_cast<unsigned long long>(s_.epoch), us_since(scatter_start) / 1e3, budget_.us[0] / 1e3,
+         static_cast<unsigned long long>(s_.scatter.open_entries()), owing.c_str(), us_since(last_arrival_) / 1e3,
+         static_cast<char>(stats_.held[0]), stats_.stall_us / 1e3, own.c_str());
 }
 
 Clock::time_point TarCall::peers_close_by(Clock::time_point last_entry) const {

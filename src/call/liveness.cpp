@@ -1,6 +1,7 @@
-// How a datagram call tells a stalled peer from a lossy path: heartbeats out, silences in, the
-// time stalls held the call, and the waits that hold a phase or the fill agreement for a stalled
-// peer (design.md, "Stalled ranks over datagrams").
+// How a bounded call sees its own stalls (every transport), and how a datagram call tells a
+// stalled peer from a lossy path: heartbeats out, silences in, the time stalls held the call, and
+// the waits that hold a phase or the fill agreement for a stalled peer (design.md, "Stalled ranks
+// over datagrams", "A rank's own stall").
 #include <algorithm>
 
 #include "optireduce/engine/clock_us.hpp"
@@ -8,15 +9,19 @@
 
 namespace optireduce {
 
-void TarCall::start_heartbeats() {
+void TarCall::start_liveness() {
   // Not in a probe: it times the datagram path within its budget, and a wait for a stalled peer
   // would teach the calibration the stall.
-  if (stats_.kind != CallKind::bounded || probe_ || transport_.traits().reliable || s_.ranks < 2) return;
+  if (stats_.kind != CallKind::bounded || probe_ || s_.ranks < 2) return;
   const double call_budget_us = std::max(budget_.us[0], budget_.us[1]);
-  heartbeat_ = us_duration(DeadlineController::heartbeat_us(call_budget_us));
+  // Over every transport: a rank that was stopped read nothing meanwhile, whatever the network did.
+  running_tick_ = us_duration(DeadlineController::heartbeat_us(call_budget_us));
   silence_ = us_duration(DeadlineController::silence_us(call_budget_us));
-  stall_wait_ = us_duration(DeadlineController::stall_wait_us(call_budget_us));
   last_ran_ = Clock::now();
+  // Over a transport that loses nothing a silent peer is only slow: no heartbeats.
+  if (transport_.traits().reliable) return;
+  heartbeat_ = running_tick_;
+  stall_wait_ = us_duration(DeadlineController::stall_wait_us(call_budget_us));
   next_beat_ = last_ran_ + heartbeat_;
   // Every heartbeat of the call is the same header, in one slot.
   encode(header_of(MessageKind::alive), EncodedHeader(beat_header_, WireHeader::kEncodedSize));
@@ -25,7 +30,9 @@ void TarCall::start_heartbeats() {
 Status TarCall::poll_alive(Clock::time_point until, const std::function<void(const InboundMessage&)>& handler) {
   note_running();
   beat();
-  return transport_.poll(std::min(until, next_beat()), handler);
+  const Status st = transport_.poll(std::min({until, next_beat(), next_look()}), handler);
+  note_running();
+  return st;
 }
 
 void TarCall::note_stall(Clock::time_point from, Clock::time_point to) {
@@ -38,9 +45,12 @@ void TarCall::note_stall(Clock::time_point from, Clock::time_point to) {
 }
 
 void TarCall::note_running() {
-  if (!beats()) return;
+  if (!watches_own_stall()) return;
   const auto now = Clock::now();
-  if (now - last_ran_ > silence_) note_stall(last_ran_, now);
+  if (now - last_ran_ > silence_) {
+    note_stall(last_ran_, now);
+    resumed_at_ = now;
+  }
   last_ran_ = now;
 }
 

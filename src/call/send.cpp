@@ -34,13 +34,11 @@ Status TarCall::post(int peer, Lane lane, MessageKind kind, std::uint16_t flags,
   encode(h, header);
   Status st = transport_.send(peer, lane, header, payload);
   if (st.ok() && lane == Lane::data) path_.staging.note_posted(peer);
-  if (beats()) {
-    // Sending is running; a gap since this rank last ran (descheduled in the send, or before it)
-    // is its own stall, as in its waits. Only a control message leaves at once: data may wait in
-    // the transport's queue behind its flow window, so it does not stand in for a heartbeat.
-    note_running();
-    if (lane == Lane::control) s_.posted_at[static_cast<std::size_t>(peer)] = last_ran_;
-  }
+  // Sending is running; a gap since this rank last ran (descheduled in the send, or before it)
+  // is its own stall, as in its waits. Only a control message leaves at once: data may wait in
+  // the transport's queue behind its flow window, so it does not stand in for a heartbeat.
+  note_running();
+  if (beats() && lane == Lane::control) s_.posted_at[static_cast<std::size_t>(peer)] = last_ran_;
   return st;
 }
 

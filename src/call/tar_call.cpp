@@ -65,7 +65,7 @@ CallStats TarCall::run() {
   if (!s_.peer_failure.ok()) return fail(s_.peer_failure);
   budget_ = budget();
   stats_.deadline_us = bounded() ? budget_.us : PhaseTimes{};
-  start_heartbeats();
+  start_liveness();
   if (st = run_scatter_reduce(scatter_start); !st.ok()) return fail(st);
   const auto gather_start = Clock::now();
   if (scatter_only()) {
@@ -290,10 +290,12 @@ bool TarCall::drain_arrived(std::size_t phase) {
   bool any = false;
   for (;;) {
     const Status st = transport_.poll(Clock::time_point::min(), handler);
-    if (!st.ok()) return any;
+    if (!st.ok()) break;
     any = true;
     if (phase == 0) reduce_ready();
   }
+  note_running();  // a stop while draining is this rank's own too
+  return any;
 }
 
 void TarCall::reduce_ready() {
@@ -316,8 +318,16 @@ void TarCall::reduce(std::uint32_t chunk) {
 }
 
 bool TarCall::peers_served() const {
-  for (int p = 0; p < s_.ranks; ++p)
-    if (p != s_.rank && !s_.done_from[p] && transport_.sends_in_flight(p) != 0) return false;
+  for (int p = 0; p < s_.ranks; ++p) {
+    if (p == s_.rank) continue;
+    const bool queued = transport_.sends_in_flight(p) != 0 || transport_.acknowledgements_pending(p) != 0;
+    // A peer that said it has all it needs takes nothing more from this rank where what is still
+    // queued is dropped at the call's end (datagrams: nothing it waits for comes from here). Where
+    // it is not (UCX), it leaves only while this rank polls, and that peer may still wait for it:
+    // this rank's "done", or the acknowledgement its own rendezvous sends wait for (design.md, "A
+    // call ends once its word has left").
+    if (queued && (!s_.done_from[p] || !abandons_sends_)) return false;
+  }
   return true;
 }
 

@@ -206,6 +206,8 @@ class TarCall {
   // complete without the peer: a provider's own queue).
   static constexpr double kReleaseWaitUs = 100e3;
   std::byte* gather_target() const { return transformed_ ? staged() : output(); }
+  // Every peer has what it needs from this rank (it said so, or nothing is queued for it) and,
+  // over a transport that cannot drop its queue, nothing this rank queued for it is left.
   bool peers_served() const;
   // The first message of this call from a peer: it has entered the call.
   void note_heard(std::uint32_t source, Clock::time_point arrived);
@@ -225,15 +227,23 @@ class TarCall {
   bool beats() const { return heartbeat_ != Clock::duration::zero(); }
   // Sends a heartbeat to each peer this rank has sent no control message for a while, when one is due.
   void beat();
-  // Once per bounded datagram call, after its budget is known: heartbeats, silence, stall wait.
-  void start_heartbeats();
-  // A wait's poll: counts a gap in this rank's own waits as a stall, sends the heartbeats due,
-  // and wakes for the next ones.
+  // Once per bounded call, after its budget is known: the watch on this rank's own stalls (every
+  // transport); over datagrams heartbeats, silence and stall wait too.
+  void start_liveness();
+  // Every bounded call watches this rank's own stalls: a stopped rank reads nothing, so the
+  // quiet it finds when it runs again is its own, not the network's.
+  bool watches_own_stall() const { return running_tick_ != Clock::duration::zero(); }
+  // A wait's poll: counts a gap in this rank's own waits as a stall (before the poll, and across
+  // it: a stop inside it shows only once it returns), sends the heartbeats due, and wakes for the
+  // next ones and to look at its own running.
   Status poll_alive(Clock::time_point until, const std::function<void(const InboundMessage&)>& handler);
   // The next heartbeat pass (max() when this call sends none).
   Clock::time_point next_beat() const { return beats() ? next_beat_ : Clock::time_point::max(); }
-  // This rank's waits wake at least every heartbeat: a longer gap between two of them was a
-  // stall of this rank (descheduled, stopped), which its phases may stretch by, as by a peer's.
+  // The latest a wait wakes to see whether this rank runs (max() when it is not watched).
+  Clock::time_point next_look() const { return watches_own_stall() ? last_ran_ + running_tick_ : Clock::time_point::max(); }
+  // This rank's waits wake at least every running tick (a heartbeat's interval): a gap longer
+  // than a silence between two of them was a stall of this rank (descheduled, stopped), which its
+  // phases may stretch by, as by a peer's, and whose end its quiet gap counts from (resumed_at_).
   void note_running();
   void note_stall(Clock::time_point from, Clock::time_point to);
   // Any message from a peer: it runs. One that was silent past silence_ was stalled until now.
@@ -276,7 +286,9 @@ class TarCall {
   Clock::duration silence_{};
   Clock::duration stall_wait_{};
   Clock::time_point next_beat_{};
+  Clock::duration running_tick_{};      // zero: this rank's own stalls are not watched
   Clock::time_point last_ran_{};        // this rank's last pass through a wait
+  Clock::time_point resumed_at_{};      // the end of this rank's last own stall in this call
   std::byte* beat_header_ = nullptr;    // the staging header slot every heartbeat of the call sends
   // How long stalls (a peer silent past silence_, or a gap in this rank's own waits) held this
   // call, each moment counted once: phases may stretch by as much.

@@ -27,7 +27,8 @@ struct StageStats {
 
 // The rule that held a bounded call's phase open past its deadline: data still coming in
 // (flowing), data a peer that resumed from a stall or entered late still owes (late), a peer that
-// had not entered (entry), a stalled peer (stalled). Where several did, the last of that list.
+// had not entered (entry), a stalled peer or this rank's own stall (stalled: what was sent to it
+// may still be on its way when it runs again). Where several did, the last of that list.
 // Written to the trace as one letter.
 enum class PhaseHold : char { none = '-', flowing = 'f', late = 'l', entry = 'e', stalled = 's' };
 inline PhaseHold stronger(PhaseHold a, PhaseHold b) {
@@ -49,9 +50,10 @@ struct CallStats {
   std::uint64_t fill_hash = 0;        // which chunks this rank filled (deadlines/loss_ledger.hpp)
   std::string transport;              // the module the call ran over ("ucx", "udp"; "mpi": the bootstrap)
   double latency_us = 0;
-  // How long stalls held the call over a datagram transport: a peer silent past the quiet gap, or
-  // a gap as long in this rank's own waits (it was descheduled), each moment counted once. The
-  // phases may stretch by as much (design.md, "Stalled ranks over datagrams").
+  // How long stalls held a bounded call: a gap longer than the quiet gap in this rank's own waits
+  // (it was descheduled, stopped; over every transport) or, over a datagram transport, a peer
+  // silent as long, each moment counted once. The phases may stretch by as much (design.md,
+  // "Stalled ranks over datagrams", "A rank's own stall").
   double stall_us = 0;
   PhaseHold held[2] = {PhaseHold::none, PhaseHold::none};  // per phase: scatter-reduce, all-gather
   PhaseTimes deadline_us{};  // budget of each phase (0 for exact calls)

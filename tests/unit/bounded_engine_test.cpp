@@ -106,6 +106,15 @@ EngineOptions bounded_options(double drop, unsigned calibration_calls, double lo
   return o;
 }
 
+// A network with UCX's traits (reliable and ordered, sends not abandoned) that carries every call.
+testing::InProcNetwork ucx_like_network() {
+  testing::InProcNetwork network;
+  network.traits = TransportTraits{};
+  network.traits.max_message_bytes = std::size_t{1} << 30;
+  network.only_path = true;
+  return network;
+}
+
 Job make_job(int ranks, const EngineOptions& options) {
   Job job = testing::start_inproc_job(ranks, options);
   for (int r = 0; r < ranks; ++r)
@@ -499,10 +508,7 @@ class LateChunk {
 };
 
 Job reliable_job(int ranks, const EngineOptions& options, const std::shared_ptr<LateChunk>& late) {
-  testing::InProcNetwork network;
-  network.traits = TransportTraits{};  // reliable and ordered, sends not abandoned: UCX
-  network.traits.max_message_bytes = std::size_t{1} << 30;
-  network.only_path = true;
+  testing::InProcNetwork network = ucx_like_network();
   network.drop = [late](int from, int to, std::span<const std::byte> header) { return (*late)(from, to, header); };
   Job job = testing::start_inproc_job(ranks, options, &network);
   for (int r = 0; r < ranks; ++r)
@@ -612,6 +618,13 @@ TEST(BoundedEngine, OverAReliableTransportACallWhoseChunksExceedTheBudgetShareRu
   }
 }
 
+// drive() with a barrier on every rank after each call that moves nothing of the engine's (the
+// job's MPI_Barrier between its allreduces).
+std::vector<std::vector<Observed>> drive_with_barriers(Job& job, int calls, std::uint64_t count) {
+  const std::vector<std::byte> nothing;
+  return drive(job, std::vector<std::uint64_t>(calls, count), true, false, [&](int r) { job.fabric->allgather(r, nothing); });
+}
+
 // Over a reliable transport where an all-gather may not be cut, a rank that has all it needs
 // still waits until its own all-gather sends have left: its peers wait for them. As in UCX's
 // shared memory, one queued chunk leaves only while its sender polls, and between calls every
@@ -626,10 +639,7 @@ TEST(BoundedEngine, OverAReliableTransportAQueuedAllGatherSendIsDeliveredBeforeT
   const std::uint64_t held_offset = layout.chunk(1, layout.chunks_in_shard(1) - 1).offset;
   EngineOptions options = bounded_options(0.0, calibration, 0.1);
   options.timeout = std::chrono::milliseconds(3000);
-  testing::InProcNetwork network;
-  network.traits = TransportTraits{};  // reliable and ordered, sends not abandoned: UCX
-  network.traits.max_message_bytes = std::size_t{1} << 30;
-  network.only_path = true;
+  testing::InProcNetwork network = ucx_like_network();
   network.hold = [held_offset](int from, int to, std::span<const std::byte> header) {
     WireHeader h;
     const bool held = decode(header, h) && from == 1 && to == 0 && h.kind == MessageKind::gather_chunk &&
@@ -638,9 +648,7 @@ TEST(BoundedEngine, OverAReliableTransportAQueuedAllGatherSendIsDeliveredBeforeT
   };
   Job job = testing::start_inproc_job(ranks, options, &network);
   for (int r = 0; r < ranks; ++r) ASSERT_TRUE(job.engines[r]) << "rank " << r;
-  const std::vector<std::byte> nothing;
-  const auto seen = drive(job, std::vector<std::uint64_t>(calls, count), true, false,
-                          [&](int r) { job.fabric->allgather(r, nothing); });
+  const auto seen = drive_with_barriers(job, calls, count);
   ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
   expect_call_invariants(seen, true);
   for (int c = calibration; c < calls; ++c)
@@ -651,6 +659,220 @@ TEST(BoundedEngine, OverAReliableTransportAQueuedAllGatherSendIsDeliveredBeforeT
       EXPECT_EQ(o.differing, 0u) << describe(o, c, r);
       EXPECT_LT(o.stats.phase_us[1], 1e6) << describe(o, c, r) << ": the all-gather waited for its hard deadline";
     }
+}
+
+// Over UCX a rendezvous send completes at its sender only once the receiver's acknowledgement
+// (ATS) has left the receiver, which it does only while the receiver polls; what the receiver
+// sends that peer later (its "done") queues behind it. Here rank 0 holds its acknowledgement of
+// an all-gather chunk of rank 1's that came after it had sent all its own (rank 1's last chunk
+// leaves a little late), so rank 1 waits for it, or for rank 0's "done" behind it; between calls
+// every rank waits in a barrier that moves nothing of the engine's (the job's MPI). Rank 0 ended
+// its call at rank 1's "done" with both still queued, and rank 1 waited until its hard deadline
+// to fail a call rank 0 had returned from succeeded: the hang of mpi.bounded.clean_shm.np4 (the
+// failed rank in the failure agreement, the others in the job's MPI). A call ends only once
+// what it queued for its peers has left.
+class HeldAcknowledgement {
+ public:
+  static constexpr auto kHold = std::chrono::milliseconds(200);
+  static constexpr auto kLastChunkLate = std::chrono::milliseconds(20);
+  static constexpr std::uint64_t kFromEpoch = 6;  // after calibration (one engine call, one epoch)
+  explicit HeldAcknowledgement(const ShardLayout& layout)
+      : own_chunks_(layout.chunks_in_shard(0)), last_offset_(layout.chunk(1, layout.chunks_in_shard(1) - 1).offset) {}
+  // Every data send, on its sender's thread: rank 0's all-gather chunks to rank 1 are counted;
+  // rank 1's last one to rank 0 leaves a little late.
+  Clock::duration hold(int from, int to, std::span<const std::byte> header) {
+    WireHeader h;
+    if (!decode(header, h) || h.kind != MessageKind::gather_chunk || h.epoch < kFromEpoch) return Clock::duration::zero();
+    if (from == 0 && to == 1) ++sent_[h.epoch];
+    return from == 1 && to == 0 && h.offset == last_offset_ ? Clock::duration(kLastChunkLate) : Clock::duration::zero();
+  }
+  // Every acknowledgement, on the acknowledging rank's thread: rank 0's of the first all-gather
+  // chunk of rank 1's that comes once rank 0 has sent all its own, in each call, is held.
+  Clock::duration acknowledge(int from, int, std::span<const std::byte> header) {
+    WireHeader h;
+    if (from != 0 || !decode(header, h) || h.kind != MessageKind::gather_chunk || h.epoch < kFromEpoch) return Clock::duration::zero();
+    if (sent_[h.epoch] != own_chunks_ || !held_.insert(h.epoch).second) return Clock::duration::zero();
+    return kHold;
+  }
+  std::size_t held_calls() const { return held_.size(); }  // once the calls are over
+
+ private:
+  const std::uint32_t own_chunks_;
+  const std::uint64_t last_offset_;
+  std::map<std::uint64_t, std::uint32_t> sent_;  // rank 0's thread: its all-gather chunks to rank 1, per epoch
+  std::set<std::uint64_t> held_;                 // rank 0's thread: the epochs whose acknowledgement it held
+};
+
+TEST(BoundedEngine, OverUcxACallEndsOnlyOnceItsAcknowledgementsAndDoneHaveLeft) {
+  Watchdog dog(kNoHang, "OverUcxACallEndsOnlyOnceItsAcknowledgementsAndDoneHaveLeft");
+  const int ranks = 2, calibration = 4, calls = 10;
+  const std::uint64_t count = 64 * ranks * 16;  // a chunk is 1/32 of the call: within 0.1 / 2
+  const ShardLayout layout(count, ranks, 64);
+  auto held = std::make_shared<HeldAcknowledgement>(layout);
+  EngineOptions options = bounded_options(0.0, calibration, 0.1);
+  options.timeout = std::chrono::milliseconds(2000);
+  testing::InProcNetwork network = ucx_like_network();
+  network.hold = [held](int from, int to, std::span<const std::byte> header) { return held->hold(from, to, header); };
+  network.acknowledge = [held](int from, int to, std::span<const std::byte> header) { return held->acknowledge(from, to, header); };
+  Job job = testing::start_inproc_job(ranks, options, &network);
+  for (int r = 0; r < ranks; ++r) ASSERT_TRUE(job.engines[r]) << "rank " << r;
+  const auto seen = drive_with_barriers(job, calls, count);
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
+  for (int c = 0; c < calls; ++c)
+    for (int r = 0; r < ranks; ++r) {
+      const Observed& o = seen[c][r];
+      EXPECT_TRUE(o.stats.ok()) << describe(o, c, r) << ": (rank " << 1 - r << " " << seen[c][1 - r].stats.status.text() << ")";
+      EXPECT_EQ(o.stats.dropped_entries, 0u) << describe(o, c, r);
+      EXPECT_EQ(o.differing, 0u) << describe(o, c, r);
+    }
+  expect_call_invariants(seen, true);
+  EXPECT_GE(held->held_calls(), 3u) << "rank 0 held too few acknowledgements past its own last all-gather send";
+}
+
+// Over a transport with UCX's traits, rank 0 is stopped (descheduled, SIGSTOPped) in its
+// scatter-reduce of some bounded calls, once it has sent all its contributions and every
+// contribution to its shard but one has come: long past its deadline and its quiet gap. What its
+// peers sent meanwhile (or was still queued for it) reaches it only a little after it runs again
+// (still on its way: through a shared-memory FIFO a message moves only while both ends run). In
+// other calls rank 1 holds its last contribution to rank 0 in its queue long past that (it leaves
+// only while rank 1 polls, and rank 1's later sends to rank 0 queue behind it): that peer is
+// silent for real, with rank 0 stopped as before or not.
+class StoppedOwner {
+ public:
+  enum class Plan { none, stop, stop_silent, silent };
+  static constexpr auto kStop = std::chrono::milliseconds(150);    // past any deadline and quiet gap the calls learn
+  static constexpr auto kInFlight = std::chrono::milliseconds(2);  // within the quiet gap's floor
+  static constexpr auto kSilent = std::chrono::milliseconds(400);  // well past the stop
+  static constexpr std::uint64_t kFromEpoch = 10;                  // after calibration
+  StoppedOwner(const ShardLayout& layout, int ranks)
+      : last_offset_(layout.chunk(0, layout.chunks_in_shard(0) - 1).offset),
+        contributions_(static_cast<int>((ranks - 1) * layout.chunks_in_shard(0))),
+        sends_([&] {
+          int n = 0;
+          for (int p = 1; p < ranks; ++p) n += static_cast<int>(layout.chunks_in_shard(p));
+          return n;
+        }()) {}
+  // One engine call is one call of the engine's over the one path: its epoch is its number.
+  static Plan plan(std::uint64_t epoch) {
+    if (epoch < kFromEpoch) return Plan::none;
+    // A stop follows a call without a silent peer: after one, rank 0 is the last to leave it and
+    // may find all its next call's contributions already there.
+    constexpr Plan kCycle[] = {Plan::none, Plan::stop, Plan::stop, Plan::stop_silent, Plan::silent};
+    return kCycle[epoch % 5];
+  }
+  // Rank 0's polls (rank 0's thread), as each begins (an empty header) and as each hands over a
+  // message. Contributions that came before rank 0 entered their call count too. A call where
+  // the last contribution came before rank 0 had sent its own is not stopped: its peers would
+  // lack rank 0's data, and cut it.
+  testing::InProcNetwork::Stop stop(int to, std::span<const std::byte> header) {
+    if (to != 0) return {};
+    WireHeader h;
+    if (!header.empty()) {
+      if (!decode(header, h) || h.kind != MessageKind::scatter_chunk) return {};
+      ++taken_[h.epoch];
+    }
+    const std::uint64_t e = rank0_epoch_;
+    if (const Plan p = plan(e); p != Plan::stop && p != Plan::stop_silent) return {};
+    if (sent_[e] != sends_ || taken_[e] != contributions_ - 1 || !stopped_.insert(e).second) return {};
+    return {kStop, kInFlight};
+  }
+  // Every rank's data sends (on its own thread): rank 0's contributions (it sends them as it
+  // begins a call), and rank 1's silent one.
+  Clock::duration hold(int from, int to, std::span<const std::byte> header) {
+    WireHeader h;
+    if (!decode(header, h) || h.kind != MessageKind::scatter_chunk) return Clock::duration::zero();
+    if (from == 0) {  // rank 0's thread
+      rank0_epoch_ = std::max(rank0_epoch_, h.epoch);
+      ++sent_[h.epoch];
+    }
+    if (from != 1 || to != 0 || h.offset != last_offset_) return Clock::duration::zero();
+    const Plan p = plan(h.epoch);
+    return p == Plan::stop_silent || p == Plan::silent ? Clock::duration(kSilent) : Clock::duration::zero();
+  }
+
+ private:
+  const std::uint64_t last_offset_;
+  const int contributions_;  // to rank 0's shard
+  const int sends_;          // of rank 0's contributions to the other shards
+  // Rank 0's thread only:
+  std::uint64_t rank0_epoch_ = 0;
+  std::map<std::uint64_t, int> taken_;  // per epoch: contributions rank 0 took
+  std::map<std::uint64_t, int> sent_;   // per epoch: contributions rank 0 sent
+  std::set<std::uint64_t> stopped_;
+};
+
+// An owner that was itself stopped takes no quiet gap for the network's until it has run a quiet
+// gap again: what its peers sent meanwhile comes, and its scatter-reduce closes complete and exact
+// (before, it found nothing arrived since before its stop and cut the contribution at once). A
+// peer that is silent for real is still cut, a quiet gap after the owner's stop or after its
+// deadline, as a whole chunk every rank counts alike (the owner flags it), nothing filled.
+TEST(BoundedEngine, AnOwnerStoppedInItsScatterReduceWaitsForWhatWasOnItsWay) {
+  Watchdog dog(kNoHang, "AnOwnerStoppedInItsScatterReduceWaitsForWhatWasOnItsWay");
+  const int ranks = 4, calibration = 4, calls = 25;
+  const std::uint64_t count = 64 * ranks * 16;  // a chunk is 1/64 of the call: within 0.1 / 4, so an owner may cut one
+  const ShardLayout layout(count, ranks, 64);
+  auto owner = std::make_shared<StoppedOwner>(layout, ranks);
+  testing::InProcNetwork network = ucx_like_network();
+  network.hold = [owner](int from, int to, std::span<const std::byte> header) { return owner->hold(from, to, header); };
+  network.stop_receiver = [owner](int to, std::span<const std::byte> header) { return owner->stop(to, header); };
+  Job job = testing::start_inproc_job(ranks, bounded_options(0.0, calibration, 0.1), &network);
+  for (int r = 0; r < ranks; ++r) ASSERT_TRUE(job.engines[r]) << "rank " << r;
+  const auto seen = drive(job, std::vector<std::uint64_t>(calls, count));
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
+  expect_call_invariants(seen, true);
+  int stopped_past_deadline = 0, silent_calls = 0, cut_silent = 0, stop_silent_calls = 0, cut_stop_silent = 0;
+  for (int c = calibration; c < calls; ++c) {
+    const StoppedOwner::Plan plan = StoppedOwner::plan(static_cast<std::uint64_t>(c) + 1);
+    const Observed& o = seen[c][0];
+    for (int r = 0; r < ranks; ++r) {
+      const Observed& here = seen[c][r];
+      ASSERT_EQ(here.stats.kind, CallKind::bounded) << describe(here, c, r);
+      if (plan == StoppedOwner::Plan::none) continue;
+      // Rank 0's scatter-reduce is the only one that lacks anything: a chunk at most, flagged, so
+      // every rank counts the same entries and none fills.
+      EXPECT_EQ(here.stats.dropped_entries, o.stats.dropped_entries) << describe(here, c, r);
+      EXPECT_EQ(here.stats.filled_entries, 0u) << describe(here, c, r);
+      EXPECT_FALSE(here.stats.fill_agreed) << describe(here, c, r);
+      if (plan == StoppedOwner::Plan::stop) {
+        EXPECT_EQ(here.stats.dropped_entries, 0u) << describe(here, c, r) << ": rank 0 cut what was on its way after its stop";
+        EXPECT_EQ(here.differing, 0u) << describe(here, c, r);
+      }
+    }
+    switch (plan) {
+      case StoppedOwner::Plan::none: break;
+      case StoppedOwner::Plan::stop:
+        // The stop held rank 0's scatter-reduce past its deadline; rank 0 counted it as its own,
+        // and held the phase for it (or, already held for more than its share, for late data).
+        if (o.stats.phase_us[0] > o.stats.deadline_us[0]) {
+          ++stopped_past_deadline;
+          EXPECT_GT(o.stats.stall_us, 0.0) << describe(o, c, 0);
+          EXPECT_TRUE(o.stats.held[0] == PhaseHold::stalled || o.stats.held[0] == PhaseHold::late) << describe(o, c, 0);
+        }
+        break;
+      case StoppedOwner::Plan::stop_silent:
+        ++stop_silent_calls;
+        if (o.stats.dropped_entries == 64) {
+          ++cut_stop_silent;
+          EXPECT_GT(o.stats.stall_us, 0.0) << describe(o, c, 0);
+        }
+        break;
+      case StoppedOwner::Plan::silent:
+        ++silent_calls;
+        cut_silent += o.stats.dropped_entries == 64;
+        break;
+    }
+    if (plan == StoppedOwner::Plan::stop_silent || plan == StoppedOwner::Plan::silent) {
+      EXPECT_TRUE(o.stats.dropped_entries == 0 || o.stats.dropped_entries == 64) << describe(o, c, 0);
+    }
+    std::printf("%s\n", describe(o, c, 0).c_str());
+  }
+  // (A call whose last contribution came before rank 0 had sent its own is not stopped: hence
+  // two of the six.)
+  ASSERT_GE(stopped_past_deadline, 2) << "the stops did not hold rank 0's scatter-reduce past its deadline";
+  // A silent peer's contribution is cut (held well past the stop: a host that delays rank 0 as
+  // long makes the contribution come, hence at least one call of each, not all).
+  EXPECT_GE(cut_silent, 1) << "of " << silent_calls << " calls, none cut rank 1's silent contribution";
+  EXPECT_GE(cut_stop_silent, 1) << "of " << stop_silent_calls << " calls, none cut rank 1's silent contribution after rank 0's stop";
 }
 
 TEST(BoundedEngine, ResendsRepairWhatTheNetworkLost) {

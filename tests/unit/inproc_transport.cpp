@@ -69,17 +69,33 @@ Status InProcTransport::send(int peer, Lane lane, std::span<const std::byte> hea
   ++counters_.messages_sent;
   counters_.bytes_sent += header.size() + payload.size();
   InProcFabric::Message m{rank_, {header.begin(), header.end()}, {payload.begin(), payload.end()}};
-  const Clock::duration hold = lane == Lane::data && hold_ ? hold_(rank_, peer, header) : Clock::duration::zero();
-  if (hold > Clock::duration::zero() || sends_in_flight(peer) != 0) {
-    held_.push_back({peer, Clock::now() + hold, std::move(m)});
-    return {};
+  if (lane == Lane::data && acknowledge_) {
+    m.wants_ack = true;
+    ++unacked_[peer];
   }
-  fabric_->deliver(peer, std::move(m));
+  send_or_hold(peer, lane == Lane::data && hold_ ? hold_(rank_, peer, header) : Clock::duration::zero(), std::move(m));
   return {};
 }
 
-std::size_t InProcTransport::sends_in_flight(int peer) const {
+void InProcTransport::send_or_hold(int peer, Clock::duration hold, InProcFabric::Message m) {
+  if (hold > Clock::duration::zero() || held_to(peer) != 0) {
+    held_.push_back({peer, Clock::now() + hold, std::move(m)});
+    return;
+  }
+  fabric_->deliver(peer, std::move(m));
+}
+
+std::size_t InProcTransport::held_to(int peer) const {
   return static_cast<std::size_t>(std::count_if(held_.begin(), held_.end(), [peer](const Held& h) { return h.peer == peer; }));
+}
+
+std::size_t InProcTransport::sends_in_flight(int peer) const {
+  return held_to(peer) - acknowledgements_pending(peer) + unacked_[peer];
+}
+
+std::size_t InProcTransport::acknowledgements_pending(int peer) const {
+  return static_cast<std::size_t>(
+      std::count_if(held_.begin(), held_.end(), [peer](const Held& h) { return h.peer == peer && h.message.ack; }));
 }
 
 Clock::time_point InProcTransport::release_held() {
@@ -105,20 +121,44 @@ Clock::time_point InProcTransport::release_held() {
 Status InProcTransport::poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) {
   // A held message leaves only while this rank polls: wake for the first one due, and count its
   // leaving as news, as a completed send is.
+  maybe_stop({});
   const std::size_t held_before = held_.size();
   InProcFabric::Message m;
   for (;;) {
     const auto next_release = release_held();
     if (held_.size() != held_before) {
-      if (!fabric_->take(rank_, Clock::time_point::min(), m)) return {};
+      if (!take(Clock::time_point::min(), m)) return {};
       break;
     }
-    if (fabric_->take(rank_, std::min(deadline, next_release), m)) break;
+    if (take(std::min(deadline, next_release), m)) break;
     if (next_release == Clock::time_point::max() || Clock::now() >= deadline) return Timeout("nothing arrived");
   }
-  do hand_over(m, on_message);
-  while (fabric_->take(rank_, Clock::time_point::min(), m));
+  do {
+    if (m.ack) {  // a send of this rank's completed: news, as a held message's leaving is
+      --unacked_[m.source];
+      continue;
+    }
+    hand_over(m, on_message);
+    if (m.wants_ack) send_or_hold(m.source, acknowledge_(rank_, m.source, m.header), {rank_, {}, {}, false, true});
+    maybe_stop(m.header);
+  } while (take(Clock::time_point::min(), m));
   return {};
+}
+
+bool InProcTransport::take(Clock::time_point deadline, InProcFabric::Message& out) {
+  if (Clock::now() < blind_until_) {
+    std::this_thread::sleep_until(std::min(deadline, blind_until_));
+    if (Clock::now() < blind_until_) return false;
+  }
+  return fabric_->take(rank_, deadline, out);
+}
+
+void InProcTransport::maybe_stop(std::span<const std::byte> header) {
+  if (!stop_) return;
+  const InProcNetwork::Stop stop = stop_(rank_, header);
+  if (stop.stopped <= Clock::duration::zero()) return;
+  std::this_thread::sleep_for(stop.stopped);
+  blind_until_ = Clock::now() + stop.in_flight_after;
 }
 
 void hand_over(const InProcFabric::Message& m, const std::function<void(const InboundMessage&)>& on_message) {

@@ -29,6 +29,8 @@ class InProcFabric {
     int source;
     std::vector<std::byte> header;
     std::vector<std::byte> payload;
+    bool wants_ack = false;  // its send stays in flight until the receiver acknowledges it
+    bool ack = false;        // no message: the acknowledgement of one this rank sent to `source`
   };
   void deliver(int to, Message m);
   // Waits until a message for `rank` is there or the deadline passes.
@@ -75,6 +77,22 @@ struct InProcNetwork {
   // FIFO, a queued message leaves only while its sender polls, and in order: later sends to the
   // same peer queue behind it, and sends_in_flight() counts them.
   std::function<Clock::duration(int from, int to, std::span<const std::byte> header)> hold;
+  // Called on a rank's own thread as each of its polls begins (with an empty header) and for each
+  // message its poll hands over: how long that thread then stops, as a descheduled or stopped
+  // process does, and how long after it runs again nothing reaches it (what was sent to it
+  // meanwhile is still on its way: through a shared-memory FIFO a message moves only while both
+  // ends run).
+  struct Stop {
+    Clock::duration stopped{};
+    Clock::duration in_flight_after{};
+  };
+  std::function<Stop(int to, std::span<const std::byte> header)> stop_receiver;
+  // Set: a data-lane send stays in flight at its sender until its receiver acknowledges it, as a
+  // UCX rendezvous send waits for the receiver's ATS. The acknowledgement leaves the receiver as
+  // its own sends do (only while it polls, in order, behind what it holds for that sender, and
+  // what it sends that sender later queues behind it), held there as long as this returns (from:
+  // the receiver, to: the sender, the acknowledged message's header; zero: not held).
+  std::function<Clock::duration(int from, int to, std::span<const std::byte> header)> acknowledge;
 };
 
 // Hands one message to the engine, as a transport's poll does (it arrived now).
@@ -82,14 +100,16 @@ void hand_over(const InProcFabric::Message& m, const std::function<void(const In
 
 class InProcTransport final : public Transport {
  public:
-  InProcTransport(std::shared_ptr<InProcFabric> fabric, int rank) : fabric_(std::move(fabric)), rank_(rank) {}
+  InProcTransport(std::shared_ptr<InProcFabric> fabric, int rank)
+      : fabric_(std::move(fabric)), rank_(rank), unacked_(fabric_->ranks(), 0) {}
   InProcTransport(std::shared_ptr<InProcFabric> fabric, int rank, const InProcNetwork& network)
       : fabric_(std::move(fabric)), rank_(rank), traits_(network.traits), drop_(network.drop), drop_control_(network.drop_control),
-        hold_(network.hold) {}
+        hold_(network.hold), stop_(network.stop_receiver), acknowledge_(network.acknowledge), unacked_(fabric_->ranks(), 0) {}
   std::vector<std::byte> local_address() const override { return {std::byte(rank_)}; }
   Status connect(int, const std::vector<std::vector<std::byte>>&, Clock::time_point) override { return {}; }
   Status send(int peer, Lane lane, std::span<const std::byte> header, std::span<const std::byte> payload) override;
-  std::size_t sends_in_flight(int peer) const override;  // held ones (a send is a copy)
+  std::size_t sends_in_flight(int peer) const override;  // held ones (a send is a copy), and unacknowledged ones
+  std::size_t acknowledgements_pending(int peer) const override;  // held ones
   Status poll(Clock::time_point deadline, const std::function<void(const InboundMessage&)>& on_message) override;
   TransportTraits traits() const override { return traits_; }
   std::string describe() const override { return "inproc"; }
@@ -106,6 +126,15 @@ class InProcTransport final : public Transport {
   };
   // Sends held messages that are due, in order; when the next one falls due (max: none held).
   Clock::time_point release_held();
+  // Held messages to `peer`, acknowledgements among them (later sends queue behind them).
+  std::size_t held_to(int peer) const;
+  // Queues `m` for `peer` behind what is held for it, or held `hold` itself; else sends it now.
+  void send_or_hold(int peer, Clock::duration hold, InProcFabric::Message m);
+  // The next message for this rank, by `deadline`: none while what was sent to it during a stop
+  // is still on its way.
+  bool take(Clock::time_point deadline, InProcFabric::Message& out);
+  // As a poll begins (empty) or after a message is handed over: the stop stop_receiver asks for.
+  void maybe_stop(std::span<const std::byte> header);
 
   TransportTraits traits_{true, true, true, std::size_t{1} << 30};
   std::function<bool(int, int, std::span<const std::byte>)> drop_;
@@ -113,6 +142,10 @@ class InProcTransport final : public Transport {
   std::function<Clock::duration(int, int, std::span<const std::byte>)> hold_;
   std::deque<Held> held_;  // used by the rank's own thread only
   TransportCounters counters_;  // likewise
+  std::function<InProcNetwork::Stop(int, std::span<const std::byte>)> stop_;
+  Clock::time_point blind_until_{};  // nothing reaches this rank before (after a stop)
+  std::function<Clock::duration(int, int, std::span<const std::byte>)> acknowledge_;
+  std::vector<std::size_t> unacked_;  // per peer: sends it has not acknowledged (this rank's thread)
 };
 
 // A bootstrap whose exact sum is summed in rank order over its own all-gather (false where a
