@@ -102,8 +102,8 @@ Clock::time_point TarCall::watchdog_from(const EngineState& state, const TarRequ
   // whose watchdog counted from its own start would part the ranks where a rank that had all it
   // needed came just as the others gave up (docs/design.md, "Agreement").
   auto from = std::max(start, request.waits_from);
-  if (state.last_list.epoch != 0) from = std::max(from, state.last_list.left + longest_exchange_lag(state.options));
-  if (state.other_list_left != Clock::time_point{}) from = std::max(from, state.other_list_left + longest_exchange_lag(state.options));
+  if (const auto left = state.latest_list_left(); left != Clock::time_point{})
+    from = std::max(from, left + longest_exchange_lag(state.options));
   return from;
 }
 

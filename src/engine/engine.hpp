@@ -85,9 +85,7 @@ class Engine {
   // When this rank last left a list exchange, of this engine or (as noted) of another engine of
   // its communicator: peers may still be in it for TarCall::longest_exchange_lag, and an exact
   // call's watchdog counts from then (call/list_exchange.cpp). The zero time point: never.
-  Clock::time_point list_left() const {
-    return std::max(state_.last_list.epoch != 0 ? state_.last_list.left : Clock::time_point{}, state_.other_list_left);
-  }
+  Clock::time_point list_left() const { return state_.latest_list_left(); }
   void note_list_left(Clock::time_point left) { state_.other_list_left = std::max(state_.other_list_left, left); }
 
   int rank() const { return state_.rank; }

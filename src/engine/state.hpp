@@ -3,6 +3,7 @@
 // agreements, the counters. A call (call/tar_call.hpp) works on it; the engine owns it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 
@@ -112,6 +113,11 @@ struct EngineState {
   // engine): its peers there may lag this rank as long, and this engine's next exact call waits
   // for them as for its own last list (hierarchy/host_tiers.hpp).
   Clock::time_point other_list_left{};
+  // The later of the two: when this rank last left any list exchange of its communicator's
+  // engines (the zero time point: never).
+  Clock::time_point latest_list_left() const {
+    return std::max(last_list.epoch != 0 ? last_list.left : Clock::time_point{}, other_list_left);
+  }
   AgreedCounts agreed;
   CallStats last_call;
   std::size_t largest_call_bytes = 0;
