@@ -733,8 +733,10 @@ TEST(BoundedEngine, OverUcxACallEndsOnlyOnceItsAcknowledgementsAndDoneHaveLeft) 
 // scatter-reduce of some bounded calls, once it has sent all its contributions and every
 // contribution to its shard but one has come: long past its deadline and its quiet gap. What its
 // peers sent meanwhile (or was still queued for it) reaches it only a little after it runs again
-// (still on its way: through a shared-memory FIFO a message moves only while both ends run). In
-// other calls rank 1 holds its last contribution to rank 0 in its queue long past that (it leaves
+// (still on its way: through a shared-memory FIFO a message moves only while both ends run). So
+// that rank 0 is the one waiting for it when the stop comes (not the last to enter, with every
+// contribution there already), rank 1 holds its last contribution to rank 0 in its queue a while
+// (less than the stop) in those calls. In other calls rank 1 holds its last contribution to rank 0 in its queue long past that (it leaves
 // only while rank 1 polls, and rank 1's later sends to rank 0 queue behind it): that peer is
 // silent for real, with rank 0 stopped as before or not.
 class StoppedOwner {
@@ -743,6 +745,7 @@ class StoppedOwner {
   static constexpr auto kStop = std::chrono::milliseconds(150);    // past any deadline and quiet gap the calls learn
   static constexpr auto kInFlight = std::chrono::milliseconds(2);  // within the quiet gap's floor
   static constexpr auto kSilent = std::chrono::milliseconds(400);  // well past the stop
+  static constexpr auto kBehind = std::chrono::milliseconds(50);   // past rank 0's entry, within the stop
   static constexpr std::uint64_t kFromEpoch = 10;                  // after calibration
   StoppedOwner(const ShardLayout& layout, int ranks)
       : last_offset_(layout.chunk(0, layout.chunks_in_shard(0) - 1).offset),
@@ -787,8 +790,11 @@ class StoppedOwner {
     }
     if (from != 1 || to != 0 || h.offset != last_offset_) return Clock::duration::zero();
     const Plan p = plan(h.epoch);
+    if (p == Plan::stop) return kBehind;
     return p == Plan::stop_silent || p == Plan::silent ? Clock::duration(kSilent) : Clock::duration::zero();
   }
+  // Whether rank 0 was stopped in the call of this epoch (read once the ranks' threads have joined).
+  bool stopped(std::uint64_t epoch) const { return stopped_.count(epoch) > 0; }
 
  private:
   const std::uint64_t last_offset_;
@@ -820,9 +826,10 @@ TEST(BoundedEngine, AnOwnerStoppedInItsScatterReduceWaitsForWhatWasOnItsWay) {
   const auto seen = drive(job, std::vector<std::uint64_t>(calls, count));
   ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
   expect_call_invariants(seen, true);
-  int stopped_past_deadline = 0, silent_calls = 0, cut_silent = 0, stop_silent_calls = 0, cut_stop_silent = 0;
+  int stopped_calls = 0, silent_calls = 0, cut_silent = 0, stop_silent_calls = 0, cut_stop_silent = 0;
   for (int c = calibration; c < calls; ++c) {
     const StoppedOwner::Plan plan = StoppedOwner::plan(static_cast<std::uint64_t>(c) + 1);
+    const bool stopped = owner->stopped(static_cast<std::uint64_t>(c) + 1);
     const Observed& o = seen[c][0];
     for (int r = 0; r < ranks; ++r) {
       const Observed& here = seen[c][r];
@@ -833,7 +840,7 @@ TEST(BoundedEngine, AnOwnerStoppedInItsScatterReduceWaitsForWhatWasOnItsWay) {
       EXPECT_EQ(here.stats.dropped_entries, o.stats.dropped_entries) << describe(here, c, r);
       EXPECT_EQ(here.stats.filled_entries, 0u) << describe(here, c, r);
       EXPECT_FALSE(here.stats.fill_agreed) << describe(here, c, r);
-      if (plan == StoppedOwner::Plan::stop) {
+      if (plan == StoppedOwner::Plan::stop && stopped) {
         EXPECT_EQ(here.stats.dropped_entries, 0u) << describe(here, c, r) << ": rank 0 cut what was on its way after its stop";
         EXPECT_EQ(here.differing, 0u) << describe(here, c, r);
       }
@@ -843,8 +850,12 @@ TEST(BoundedEngine, AnOwnerStoppedInItsScatterReduceWaitsForWhatWasOnItsWay) {
       case StoppedOwner::Plan::stop:
         // The stop held rank 0's scatter-reduce past its deadline; rank 0 counted it as its own,
         // and held the phase for it (or, already held for more than its share, for late data).
-        if (o.stats.phase_us[0] > o.stats.deadline_us[0]) {
-          ++stopped_past_deadline;
+        // (Which calls were stopped is the owner's word: a call not stopped may still end past
+        // its deadline on a loaded host, its last contribution read late, and hold nothing; or,
+        // rank 0 entering later than rank 1's hold, cut that contribution as a silent peer's.)
+        if (stopped) {
+          ++stopped_calls;
+          EXPECT_GT(o.stats.phase_us[0], o.stats.deadline_us[0]) << describe(o, c, 0);
           EXPECT_GT(o.stats.stall_us, 0.0) << describe(o, c, 0);
           EXPECT_TRUE(o.stats.held[0] == PhaseHold::stalled || o.stats.held[0] == PhaseHold::late) << describe(o, c, 0);
         }
@@ -861,14 +872,14 @@ TEST(BoundedEngine, AnOwnerStoppedInItsScatterReduceWaitsForWhatWasOnItsWay) {
         cut_silent += o.stats.dropped_entries == 64;
         break;
     }
-    if (plan == StoppedOwner::Plan::stop_silent || plan == StoppedOwner::Plan::silent) {
+    if (plan != StoppedOwner::Plan::none && !(plan == StoppedOwner::Plan::stop && stopped)) {
       EXPECT_TRUE(o.stats.dropped_entries == 0 || o.stats.dropped_entries == 64) << describe(o, c, 0);
     }
     std::printf("%s\n", describe(o, c, 0).c_str());
   }
   // (A call whose last contribution came before rank 0 had sent its own is not stopped: hence
-  // two of the six.)
-  ASSERT_GE(stopped_past_deadline, 2) << "the stops did not hold rank 0's scatter-reduce past its deadline";
+  // two of the six, though rank 1's hold makes that rare.)
+  ASSERT_GE(stopped_calls, 2) << "too few calls stopped rank 0 in its scatter-reduce";
   // A silent peer's contribution is cut (held well past the stop: a host that delays rank 0 as
   // long makes the contribution come, hence at least one call of each, not all).
   EXPECT_GE(cut_silent, 1) << "of " << silent_calls << " calls, none cut rank 1's silent contribution";
