@@ -45,8 +45,11 @@ void OfiTransport::drain_receives() {
     const ssize_t n = has_source_ ? fi_cq_readfrom(endpoint_->rx_cq, done, 16, from) : fi_cq_read(endpoint_->rx_cq, done, 16);
     if (n == -FI_EAVAIL) {
       fi_cq_err_entry err{};
-      if (fi_cq_readerr(endpoint_->rx_cq, &err, 0) == 1 && err.op_context) post_receive(*reinterpret_cast<RxBuffer*>(err.op_context));
+      const bool read = fi_cq_readerr(endpoint_->rx_cq, &err, 0) == 1;
+      if (read && err.op_context) post_receive(*reinterpret_cast<RxBuffer*>(err.op_context));
       ++counters_.rejected_malformed;
+      ++handled;  // an error entry counts too: a CQ that keeps reporting one ends the loop
+      if (!read) return;
       continue;
     }
     if (n <= 0) return;

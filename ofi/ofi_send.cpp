@@ -186,7 +186,9 @@ void OfiTransport::reap_sends() {
     const ssize_t n = fi_cq_read(endpoint_->tx_cq, done, 64);
     if (n == -FI_EAVAIL) {
       fi_cq_err_entry err{};
-      if (fi_cq_readerr(endpoint_->tx_cq, &err, 0) == 1 && err.op_context) {
+      // An error entry that cannot be read would be reported again and again: stop here.
+      if (fi_cq_readerr(endpoint_->tx_cq, &err, 0) != 1) return;
+      if (err.op_context) {
         ++counters_.send_errors;
         release(reinterpret_cast<TxEntry*>(err.op_context));
       }

@@ -25,12 +25,24 @@ void UcxTransport::close() {
   OR_LOG(debug, "UCX transport closing: %llu messages received, %llu of them by rendezvous, %llu from UCX's receive buffer",
          static_cast<unsigned long long>(counters_.messages_received), static_cast<unsigned long long>(received_rendezvous_),
          static_cast<unsigned long long>(delivered_));
-  // Flush what we sent, bounded, then close without a handshake that could wait on a dead peer.
-  const auto deadline = Clock::now() + kCloseTimeout;
+  // Flush what we sent, bounded, then close without a handshake that could wait on a dead peer;
+  // after an abandoned fetch nothing that progresses the worker (abandon_fetch).
+  if (!abandoned_) close_endpoints(Clock::now() + kCloseTimeout);
+  for (auto& a : inbox_)
+    if (a.ucx_data) ucp_am_data_release(worker_, a.ucx_data);
+  inbox_.clear();
+  for (const Flush& f : flushes_) ucp_request_free(f.request);
+  flushes_.clear();
+  ucp_worker_destroy(worker_);
+  worker_ = nullptr;
+}
+
+void UcxTransport::close_endpoints(Clock::time_point deadline) {
+  // Waits as poll() does (the peers close too, and may need this core to drain what it waits for).
   ucp_request_param_t param{};
   void* flush = ucp_worker_flush_nbx(worker_, &param);
   if (UCS_PTR_IS_PTR(flush)) {
-    while (ucp_request_check_status(flush) == UCS_INPROGRESS && Clock::now() < deadline) ucp_worker_progress(worker_);
+    while (ucp_request_check_status(flush) == UCS_INPROGRESS && Clock::now() < deadline) wait_for_events(deadline, WhenBusy::sleep);
     ucp_request_free(flush);
   }
   std::vector<void*> closing;
@@ -43,16 +55,9 @@ void UcxTransport::close() {
     if (UCS_PTR_IS_PTR(req)) closing.push_back(req);
   }
   for (void* req : closing) {
-    while (ucp_request_check_status(req) == UCS_INPROGRESS && Clock::now() < deadline) ucp_worker_progress(worker_);
+    while (ucp_request_check_status(req) == UCS_INPROGRESS && Clock::now() < deadline) wait_for_events(deadline, WhenBusy::sleep);
     ucp_request_free(req);
   }
-  for (auto& a : inbox_)
-    if (a.ucx_data) ucp_am_data_release(worker_, a.ucx_data);
-  inbox_.clear();
-  for (const Flush& f : flushes_) ucp_request_free(f.request);
-  flushes_.clear();
-  ucp_worker_destroy(worker_);
-  worker_ = nullptr;
 }
 
 Status UcxTransport::start(const UcxSettings& settings) {
@@ -262,6 +267,7 @@ Status UcxTransport::post(int peer, unsigned am_id, std::span<const std::byte> h
 }
 
 unsigned UcxTransport::progress_once() {
+  if (abandoned_) return 0;  // abandon_fetch: this worker is never progressed again
   const unsigned events = ucp_worker_progress(worker_);
   if (!deferred_.empty()) post_deferred();
   return events;
@@ -281,17 +287,25 @@ void UcxTransport::progress_all() {
   }
 }
 
-void UcxTransport::wait_for_events(Clock::time_point deadline) {
+void UcxTransport::wait_for_events(Clock::time_point deadline, WhenBusy when_busy) {
   const auto spin_until = std::min(deadline, Clock::now() + kSpinBeforeBlock);
   while (Clock::now() < spin_until) {
     if (progress_once() != 0) return;
     sched_yield();
   }
   if (event_fd_ < 0) return;
-  if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) return;  // events pending: progress again
+  pollfd pfd{event_fd_, POLLIN, 0};
+  if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) {
+    // Events pending, or (what a spin without any then means) sends UCX cannot push yet, which
+    // the peer draining its FIFO does not signal here, nor does the fd (unarmed, it reads as
+    // ready). Returning makes the caller look again at once: a spin, with a yield per look.
+    if (when_busy == WhenBusy::progress_again || progress_once() != 0) return;
+    pfd.fd = -1;  // ppoll() ignores it: a plain sleep
+    poll_until(pfd, std::min(deadline, Clock::now() + kMaxBlockWhileSending));
+    return;
+  }
   const bool sending = !flushes_.empty() || std::any_of(in_flight_.begin(), in_flight_.end(), [](std::size_t n) { return n != 0; });
   const Clock::duration longest = sending ? Clock::duration(kMaxBlockWhileSending) : Clock::duration(kMaxBlock);
-  pollfd pfd{event_fd_, POLLIN, 0};
   poll_until(pfd, std::min(deadline, Clock::now() + longest));
 }
 
@@ -327,6 +341,7 @@ Status UcxTransport::poll(Clock::time_point deadline, const std::function<void(c
   // completed flush: a call ends only once acknowledgements_pending() is zero.
   const std::uint64_t completed_at_entry = sends_completed_, delivered_at_entry = delivered_;
   OR_CHECK(!in_callback_, invalid, "UcxTransport::poll called while a message is being delivered");
+  OR_CHECK(!abandoned_, peer, "a UCX rendezvous fetch was abandoned: this transport is given up");
   handler_ = &on_message;
   struct Reset {
     const std::function<void(const InboundMessage&)>*& handler;
@@ -349,85 +364,6 @@ Status UcxTransport::poll(Clock::time_point deadline, const std::function<void(c
     if (Clock::now() >= deadline) return Timeout("nothing arrived");
     wait_for_events(deadline);
   }
-}
-
-bool UcxTransport::fetch(Arrived& a, std::span<std::byte> dst) {
-  if (dst.size() != a.length || a.fetched) return false;
-  a.fetched = true;  // from here on UCX owns the descriptor
-  struct Fetch {
-    bool done = false;
-    ucs_status_t status = UCS_OK;
-  } fetch;
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  param.cb.recv_am = [](void*, ucs_status_t status, std::size_t, void* user) {
-    auto* f = static_cast<Fetch*>(user);
-    f->status = status;
-    f->done = true;
-  };
-  param.user_data = &fetch;
-  void* req = ucp_am_recv_data_nbx(worker_, a.ucx_data, dst.data(), dst.size(), &param);
-  if (req == nullptr) {
-    push_out(a.source);
-    return true;
-  }
-  if (UCS_PTR_IS_ERR(req)) return false;
-  // The destination may be the caller's buffer, so the fetch completes (or is cancelled and
-  // finished) before this returns: nothing may write there after the engine call is over.
-  const auto give_up = Clock::now() + kFetchTimeout;
-  // The sender must run to answer, and with more ranks than cores a spin here would hold its
-  // core: wait for events as poll() does.
-  while (!fetch.done && Clock::now() < give_up) wait_for_events(give_up);
-  if (!fetch.done) {
-    ucp_request_cancel(worker_, req);
-    while (!fetch.done) ucp_worker_progress(worker_);
-    OR_LOG(warn, "a rendezvous fetch of %zu bytes did not complete in %lld ms", dst.size(),
-           static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(kFetchTimeout).count()));
-  }
-  ucp_request_free(req);
-  push_out(a.source);
-  return fetch.status == UCS_OK;
-}
-
-// A rendezvous send completes at its sender only when the receiver's acknowledgement (ATS)
-// arrives, and the receiver's UCX sends it from its own progress: queued behind a full FIFO, it
-// leaves only while the receiver progresses. A receiver that then ended its call (its peers had
-// all said done) and went into the job's own MPI left the sender waiting for the ATS, and for
-// the receiver's "done" queued behind it, until the receiver's next engine call: mpi.buckets and
-// bench.sh's latency runs hung in finish_sends. So the ATS of a fetched or refused payload is
-// pushed out (the endpoint flushed) before the engine hears of the message. It is one peer's
-// queue, and that peer is in the call (it waits for this rank's "done" or for this very ATS), so
-// it drains. The flush waits for everything queued to that peer, though, not only the ATS: when
-// the peer does not progress (a late payload refused after its sender moved on) it waits at
-// most until the poll's deadline (so a bounded call keeps to its budget) or kFetchTimeout, and
-// the flush then finishes in later polls: the call does not end before (TarCall::peers_served).
-void UcxTransport::push_out(int peer) {
-  if (peer < 0 || static_cast<std::size_t>(peer) >= endpoints_.size() || !endpoints_[peer]) return;
-  ucp_request_param_t param{};
-  void* req = ucp_ep_flush_nbx(endpoints_[peer], &param);
-  if (!UCS_PTR_IS_PTR(req)) return;
-  const auto give_up = std::min(poll_deadline_, Clock::now() + kFetchTimeout);
-  while (ucp_request_check_status(req) == UCS_INPROGRESS && Clock::now() < give_up) ucp_worker_progress(worker_);
-  if (ucp_request_check_status(req) == UCS_INPROGRESS) {
-    OR_LOG(debug, "UCX: what this rank queued for rank %d has not left yet", peer);
-    flushes_.push_back({peer, req});
-    return;
-  }
-  ucp_request_free(req);
-}
-
-bool UcxTransport::reap_flushes() {
-  return std::erase_if(flushes_, [](const Flush& f) {
-           if (ucp_request_check_status(f.request) == UCS_INPROGRESS) return false;
-           ucp_request_free(f.request);
-           return true;
-         }) != 0;
-}
-
-std::size_t UcxTransport::acknowledgements_pending(int peer) const {
-  return static_cast<std::size_t>(std::count_if(flushes_.begin(), flushes_.end(), [peer](const Flush& f) {
-    return f.peer == peer && ucp_request_check_status(f.request) == UCS_INPROGRESS;
-  }));
 }
 
 }  // namespace optireduce::ucx::detail

@@ -24,6 +24,9 @@ constexpr unsigned kHelloAmId = 0x4f53;  // connection handshake
 constexpr auto kSpinBeforeBlock = std::chrono::microseconds(50);
 // A rendezvous fetch is one transfer from a peer that is alive and in the call; this bounds it.
 constexpr auto kFetchTimeout = std::chrono::seconds(10);
+// Then the fetch is cancelled and waited for this much longer at most; a fetch still not done
+// after it is abandoned, and the transport with it (UcxTransport::abandon_fetch).
+constexpr auto kAfterCancel = std::chrono::seconds(1);
 // Longest single block, so transports without wake-up events still get progressed.
 constexpr auto kMaxBlock = std::chrono::milliseconds(5);
 // While this rank's own sends are in flight, UCX may need progress to push them on (a TCP socket
@@ -46,6 +49,11 @@ class UcxTransport final : public Transport {
   TransportTraits traits() const override { return {true, true, false, std::size_t{1} << 30, shared_memory_}; }
   std::string describe() const override { return description_; }
   TransportCounters counters() const override { return counters_; }
+  // For tests: the fetch's bounds (kFetchTimeout, kAfterCancel), shorter.
+  void shorten_fetch_bounds(Clock::duration fetch, Clock::duration after_cancel) {
+    fetch_timeout_ = fetch;
+    after_cancel_ = after_cancel;
+  }
 
  private:
   struct Arrived {
@@ -87,13 +95,22 @@ class UcxTransport final : public Transport {
   unsigned progress_once();
   void post_deferred();
   bool fetch(Arrived& a, std::span<std::byte> dst);
+  // Gives up a fetch that did not complete, and with it the transport: never progressed again.
+  void abandon_fetch(void* request, int source, std::size_t bytes);
   void push_out(int peer);
   // Frees the flushes push_out() left that have completed; true when there were any.
   bool reap_flushes();
   void progress_all();
-  void wait_for_events(Clock::time_point deadline);
+  // What a wait does when the worker will not arm (UCX's shared-memory transports refuse while a
+  // send waits for room in a peer's FIFO; the unarmed fd reads as ready): progress again at once
+  // (poll(): the yield-spin keeps the engine's calls fast), or sleep briefly (waits that only
+  // need a peer to drain a queue: that peer may need this core).
+  enum class WhenBusy { progress_again, sleep };
+  void wait_for_events(Clock::time_point deadline, WhenBusy when_busy = WhenBusy::progress_again);
   bool handshake_done(int self_rank) const;
   void close();
+  // Flushes the worker and force-closes every endpoint, progressing until `deadline` at most.
+  void close_endpoints(Clock::time_point deadline);
 
   std::shared_ptr<SharedContext> context_;
   ucp_worker_h worker_ = nullptr;
@@ -105,6 +122,8 @@ class UcxTransport final : public Transport {
   std::vector<std::uint8_t> hello_from_;
   std::deque<Arrived> inbox_;
   bool failed_ = false;
+  bool abandoned_ = false;  // a fetch was given up: the worker is never progressed again
+  Clock::duration fetch_timeout_ = kFetchTimeout, after_cancel_ = kAfterCancel;
   std::uint64_t sends_completed_ = 0;  // counted by on_send_done; poll() returns when it moves
   std::uint64_t received_rendezvous_ = 0;  // payloads fetched or refused at the sender
   Clock::time_point poll_deadline_{};      // of the poll() delivering now: push_out() keeps to it

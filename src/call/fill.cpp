@@ -41,7 +41,7 @@ std::span<const std::byte> TarCall::figures_rider() const {
 }
 
 bool TarCall::agree_on_fill() {
-  s_.fill.build_own_list(s_.gather, s_.ledger, s_.rank, staging_->missing);
+  s_.fill.build_own_list(&s_.gather, s_.ledger, s_.rank, staging_->missing);
   sent_list_ = true;
   if (request_.exact_by_resends) {
     const bool decided = exchange_lists();

@@ -1,6 +1,8 @@
 // The end of a call over a transport that may lose its lists of missing chunks: the exchange that
 // makes every rank take the same decision from them (the fill of a bounded call, the exactness
-// of a calibration call made exact by resends; tar/fill_agreement.hpp), or fail the call alike.
+// of a calibration call made exact by resends; tar/fill_agreement.hpp; the outcome of a bounded
+// reduce-scatter, whose lists name no chunk and say only that a rank's block is closed), or fail
+// the call alike.
 //
 // A rank that knows (it has what its decision needs: every peer's list, or for exactness a list
 // that already decides it) says so on its list, and waits for every peer to say so too. One that
@@ -24,8 +26,10 @@ namespace optireduce {
 bool TarCall::list_known() const { return request_.exact_by_resends ? exactness_known() : s_.fill.complete(s_.ranks); }
 
 bool TarCall::exchange_lists() {
-  auto ask_wait = [&] { return us_duration(DeadlineController::decision_ask_wait_us(budget_.us[1], asks_)); };
-  const auto linger = us_duration(DeadlineController::decision_linger_us(budget_.us[1]));
+  // Timed by the budget of the call's last phase (a reduce-scatter has only its scatter-reduce).
+  const double last_phase_us = budget_.us[scatter_only() ? 0 : 1];
+  auto ask_wait = [&] { return us_duration(DeadlineController::decision_ask_wait_us(last_phase_us, asks_)); };
+  const auto linger = us_duration(DeadlineController::decision_linger_us(last_phase_us));
   auto next_ask = Clock::now() + ask_wait();
   // While this rank does not know: until a linger after the peers' phases may have closed (each
   // sends its list when its all-gather closes). A calibration run's budget is each rank's own

@@ -338,9 +338,10 @@ Status TarCall::finish_sends(Clock::time_point gather_deadline) {
   // may not, they wait for what is queued here, so this rank serves them as an exact call does.
   // A list of missing chunks already said so (a peer's all-gather takes nothing after it).
   // Over datagrams a reduce-scatter's peer whose word did not come by the deadline given here
-  // (its agreement window) has closed its block by then, without what is still queued for it,
-  // and may have left the call succeeded (its words lost): this rank leaves what is queued
-  // rather than fail the call at its hard deadline for that peer.
+  // (a probe's agreement window; a bounded call's list exchange heard every peer) has closed its
+  // block by then, without what is still queued for it, and may have left the call succeeded
+  // (its words lost): this rank leaves what is queued rather than fail the call at its hard
+  // deadline for that peer.
   Status st;
   const bool leaves_queued = cuts_all_gather() || (scatter_only() && !transport_.traits().reliable);
   if (!sent_list_ && !said_done_)
@@ -358,6 +359,22 @@ Status TarCall::finish_sends(Clock::time_point gather_deadline) {
 
 Status TarCall::finish_reduce_scatter() {
   const bool datagrams = !transport_.traits().reliable;
+  if (datagrams && s_.ranks > 1 && stats_.kind == CallKind::bounded && !probe_) {
+    // A bounded reduce-scatter over datagrams ends as a bounded allreduce does: its word that its
+    // block is closed is its list (naming no chunk: there is no all-gather to fill), exchanged
+    // until every rank has every rank's, or failed on every rank (call/list_exchange.cpp). A rank
+    // that never heard from a peer does not leave succeeded: that peer may enter later, flagged
+    // (a three-stage call's host that failed its part), and fail the call alone.
+    s_.fill.build_own_list(nullptr, s_.ledger, s_.rank, staging_->missing);
+    sent_list_ = true;
+    const bool known = exchange_lists();
+    serving_resends_ = false;
+    if (!known)
+      return s_.peer_failure.ok() ? Timeout("the ranks' words that their blocks are closed did not all come: no outcome every rank agrees on")
+                                  : s_.peer_failure;
+    // Every peer said its block is closed: what is still queued for it is not needed.
+    return finish_sends(Clock::now());
+  }
   // Twice over a transport that may lose one, like the lists that end an allreduce.
   for (int copy = 0; copy < FillAgreement::copies(!datagrams); ++copy)
     for (int k = 1; k < s_.ranks; ++k)

@@ -181,9 +181,12 @@ class TarCall {
   void log_incomplete_fill(Clock::time_point waited_from) const;
   Status finish_sends(Clock::time_point phase_deadline);
   // A reduce-scatter's end: each owner tells its peers once its shard is closed, and stays until
-  // every peer has said so (a peer's notice ends the wait); over a transport that may lose data,
-  // answering requests for lost chunks meanwhile, only until no peer could still be in its phase,
-  // and what is still queued then for a peer that never said so is left (finish_sends).
+  // every peer has said so (a peer's notice ends the wait), answering requests for lost chunks
+  // meanwhile. A bounded call over a transport that may lose data says so in its list and
+  // exchanges the lists as a bounded allreduce does (exchange_lists): it leaves succeeded only
+  // once it heard every peer's word, or fails as every rank does. A probe there waits only until
+  // no peer could still be in its phase, and what is still queued then for a peer that never
+  // said so is left (finish_sends).
   Status finish_reduce_scatter();
   void teach_deadlines(Clock::time_point scatter_start, Clock::time_point gather_start);
   CallStats fail(Status status);

@@ -33,12 +33,12 @@ bool FillAgreement::all_decided(int rank) const {
   return true;
 }
 
-void FillAgreement::build_own_list(const AllGather& gather, const LossLedger& ledger, int rank,
+void FillAgreement::build_own_list(const AllGather* gather, const LossLedger& ledger, int rank,
                                    std::vector<std::byte>& mine) {
   mine.assign(list_bytes_, std::byte{0});
   for (int p = 0; p < layout_.ranks(); ++p)
     for (std::uint32_t c = 0; c < layout_.chunks_in_shard(p); ++c)
-      if (p != rank && !gather.has(p, c)) {
+      if (p != rank && gather && !gather->has(p, c)) {
         const std::uint64_t g = ledger.global_chunk(p, c);
         mine[g / 8] |= std::byte{static_cast<unsigned char>(1u << (g % 8))};
       }

@@ -36,7 +36,9 @@ class FillAgreement {
   // This rank's list, from what its all-gather holds, then its rider. Always the whole of it, however much that
   // is: a rank that kept a large loss to itself would leave the replicas apart for good, where
   // filling it everywhere costs one call (and the loss budget's window then turns to exact calls).
-  void build_own_list(const AllGather& gather, const LossLedger& ledger, int rank, std::vector<std::byte>& mine);
+  // A reduce-scatter has no all-gather (null): its list names no chunk, and says only that its
+  // block is closed (TarCall::finish_reduce_scatter).
+  void build_own_list(const AllGather* gather, const LossLedger& ledger, int rank, std::vector<std::byte>& mine);
   // Calls send(offset, piece) for every piece of `mine` (the caller sends it to every peer).
   void for_each_piece(const std::vector<std::byte>& mine,
                       const std::function<void(std::uint64_t offset, std::span<const std::byte> piece)>& send) const;

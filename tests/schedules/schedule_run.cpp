@@ -269,8 +269,8 @@ SeedOutcome run_seed(const FaultSchedule& s) {
     double allowed_ms = 0;
     for (int p = 0; p < 2; ++p)
       allowed_ms += 2 * DC::stretch_limit_us(budget[p]) + s.resend_rounds * DC::resend_wait_us(budget[p]) + DC::follow_wait_us(budget[p]);
-    allowed_ms += DC::agreement_wait_us(budget[planned.shape.scatter_only() ? 0 : 1]) + DC::stall_wait_us(std::max(budget[0], budget[1])) +
-                  2 * DC::decision_linger_us(budget[1]);
+    const double last_phase = budget[planned.shape.scatter_only() ? 0 : 1];  // a reduce-scatter has only its scatter-reduce
+    allowed_ms += DC::agreement_wait_us(last_phase) + DC::stall_wait_us(std::max(budget[0], budget[1])) + 2 * DC::decision_linger_us(last_phase);
     // In three stages a rank runs its slices' exchanges one after another, and a holder that
     // comes to one late (busy with the one before) holds its peers there: as many bounds in a row.
     allowed_ms *= three_stages ? slices.longest_chain : 1;

@@ -1,22 +1,28 @@
 // A flat bounded reduce-scatter over datagrams ends alike on every rank where the words that say a
-// block is closed are lost (call/tar_call.cpp, TarCall::finish_reduce_scatter). A rank waits for
-// its peers' words until its agreement window, then leaves: a peer whose words were all lost has
-// closed its block by then. It must not then fail the call itself because such a peer never said
-// so while its own sends to that peer were still queued: that peer, its block closed without them,
+// block is closed are lost (call/tar_call.cpp, TarCall::finish_reduce_scatter). A bounded call's
+// word is its list (naming no chunk), exchanged as a bounded allreduce's lists are
+// (call/list_exchange.cpp): a lost one is asked for again, and a rank leaves succeeded only once
+// every peer's came. A calibration call's run over the datagrams (a probe) waits for its peers'
+// words until its agreement window, then leaves: a peer whose words were all lost has closed its
+// block by then. Neither may then fail the call itself because such a peer's word was missing
+// while its own sends to that peer were still queued: that peer, its block closed without them,
 // left the call succeeded.
 //
 // What is checked, and why it can fail: three ranks in-process, the exact path reliable and the
 // bounded one with datagram traits; two calibration calls, then one bounded call in which rank 1's
-// "block closed" words to rank 0 are lost and rank 0's data to rank 1 waits in rank 0's queue past
-// the hard deadline (a sender whose queue does not drain; its words to rank 1 queue behind it).
-// Every rank's outcome must be the same, and every entry of every block a sum of some of the
-// ranks' contributions that holds the owner's own (rank r contributes 2^r, so a sum names its
-// ranks), the entries without a contribution counted as dropped. Before the fix rank 0 failed the
-// call at its hard deadline (its queued sends to rank 1, no word from rank 1) while ranks 1 and 2
-// had left it succeeded: its failure agreement then waited for them for ever, which the test's
-// hang guard ends (the test binary exits, failing). A third case: a rank whose part failed before
-// the call (as a three-stage call's slice exchange enters it) gives up, its first notices to rank
-// 0 lost; rank 0 must fail the call too.
+// words to rank 0 are lost (the bounded call: its first lists) and rank 0's data to rank 1 waits
+// in rank 0's queue (a sender whose queue does not drain; its words to rank 1 queue behind it):
+// in the bounded call past rank 1's phase but not its hard deadline, in the calibration run past
+// the hard deadline. Every rank's outcome must be the same, and every entry of every block a sum
+// of some of the ranks' contributions that holds the owner's own (rank r contributes 2^r, so a
+// sum names its ranks), the entries without a contribution counted as dropped. Before the fix
+// rank 0 failed the call at its hard deadline (its queued sends to rank 1, no word from rank 1)
+// while ranks 1 and 2 had left it succeeded: its failure agreement then waited for them for ever,
+// which the test's hang guard ends (the test binary exits, failing). A third case: a rank whose
+// part failed before the call (as a three-stage call's slice exchange enters it) gives up, its
+// first notices to rank 0 lost; rank 0 must fail the call too. A fourth: such a rank enters the
+// bounded call past its peers' hard deadline; they must not leave it succeeded without its word
+// (before, they cut its data and left at their agreement windows while it failed the call).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -52,6 +58,8 @@ struct Armed {
   // The rank whose caller failed its part of the armed call (Engine::reduce_scatter with a
   // failure, as a three-stage call's slice exchange enters it): none where negative.
   int flagged = -1;
+  // How long the flagged rank enters the armed call after the others.
+  std::chrono::milliseconds late{0};
 };
 
 bool is_kind(std::span<const std::byte> header, MessageKind kind) {
@@ -84,6 +92,7 @@ std::vector<std::vector<RankResult>> run_calls(const testing::InProcNetwork& net
       const std::vector<float> input(kBlock * kRanks, static_cast<float>(1u << r));
       for (unsigned c = 0; c <= kCalibration; ++c) {
         if (c == arm_at) sync.arrive_and_wait();  // the last arrival arms the faults
+        if (c == arm_at && r == armed->flagged) std::this_thread::sleep_for(armed->late);
         RankResult& mine = results[c][static_cast<std::size_t>(r)];
         mine.block.assign(kBlock, 0.0f);
         const Status part = c == arm_at && r == armed->flagged ? IoError("this rank's part failed before the call") : Status();
@@ -134,25 +143,33 @@ void expect_agreed(const std::vector<std::vector<RankResult>>& calls) {
   }
 }
 
-// Rank 1's "block closed" words to rank 0 lost, rank 0's data to rank 1 (and what queues behind
-// it) held past the hard deadline, from call `arm_at` on.
-testing::InProcNetwork lost_words_held_queue(const std::shared_ptr<Armed>& armed) {
+// Rank 1's words that its block is closed (`word`: a bounded call's lists, a probe's "done"s) to
+// rank 0 lost, the first `lost_copies` of them (all where negative), and rank 0's data to rank 1
+// (and what queues behind it) held for `hold`, from call `arm_at` on.
+testing::InProcNetwork lost_words_held_queue(const std::shared_ptr<Armed>& armed, MessageKind word, int lost_copies,
+                                             Clock::duration hold) {
   testing::InProcNetwork network;  // datagram traits: neither reliable nor ordered
   network.drop_control = true;
-  network.drop = [armed](int from, int to, std::span<const std::byte> header) {
-    return armed->on && from == 1 && to == 0 && is_kind(header, MessageKind::peer_done);
+  auto lost = std::make_shared<std::atomic<int>>(0);
+  network.drop = [armed, word, lost_copies, lost](int from, int to, std::span<const std::byte> header) {
+    return armed->on && from == 1 && to == 0 && is_kind(header, word) && (lost_copies < 0 || ++*lost <= lost_copies);
   };
-  network.hold = [armed](int from, int to, std::span<const std::byte>) {
-    return armed->on && from == 0 && to == 1 ? Clock::duration(kPastTimeout) : Clock::duration::zero();
+  network.hold = [armed, hold](int from, int to, std::span<const std::byte>) {
+    return armed->on && from == 0 && to == 1 ? hold : Clock::duration::zero();
   };
   return network;
 }
 
 TEST(DatagramReduceScatter, ARankWhosePeersWordsWereLostDoesNotFailWhereThePeerLeftSucceeded) {
   auto armed = std::make_shared<Armed>();
-  const auto calls = run_calls(lost_words_held_queue(armed), armed, kCalibration, "a bounded call");
+  // Rank 1's first two lists to rank 0 (its first copies) lost; rank 0's queue to rank 1 held
+  // past rank 1's phase, within the hard deadline (a queue held past it is a direction down for
+  // the whole call: rank 1 never hears rank 0's word, and the call fails on every rank).
+  const auto calls = run_calls(lost_words_held_queue(armed, MessageKind::missing_list, 2, kTimeout / 2), armed, kCalibration,
+                               "a bounded call");
   ASSERT_EQ(calls.size(), kCalibration + 1);
   expect_agreed(calls);
+  ASSERT_TRUE(calls[kCalibration][0].stats.ok()) << calls[kCalibration][0].stats.status.text();
   // Rank 1's block was closed without rank 0's contributions: the case ran as meant.
   EXPECT_GT(calls[kCalibration][1].stats.dropped_entries, 0u) << "rank 1 got rank 0's data: the held queue did not hold";
 }
@@ -161,7 +178,7 @@ TEST(DatagramReduceScatter, ARankWhosePeersWordsWereLostDoesNotFailWhereThePeerL
 // the call on its rank, whose exact part every rank had completed.
 TEST(DatagramReduceScatter, ACalibrationRunWhosePeersWordsWereLostDoesNotFailWhereThePeerLeftSucceeded) {
   auto armed = std::make_shared<Armed>();
-  const auto calls = run_calls(lost_words_held_queue(armed), armed, 0, "a calibration call");
+  const auto calls = run_calls(lost_words_held_queue(armed, MessageKind::peer_done, -1, kPastTimeout), armed, 0, "a calibration call");
   ASSERT_EQ(calls.size(), kCalibration + 1);
   expect_agreed(calls);
 }
@@ -185,6 +202,21 @@ TEST(DatagramReduceScatter, ARankThatGaveUpBeforeTheCallIsHeardWhereItsFirstNoti
   expect_agreed(calls);
   EXPECT_FALSE(calls[kCalibration][1].stats.ok()) << "rank 1 did not fail: the case did not run";
   EXPECT_GE((*lost)[1].load(), 4) << "rank 1's first notices were not all lost";
+}
+
+// A rank whose part failed before the call enters it past its peers' hard deadline: they wait for
+// its word until then and fail the call, as it does. Before, they cut its data and left the call
+// succeeded at their agreement windows while it failed it (the flat form of fault schedule seed
+// 1001294's three-stage case: tests/unit/late_host_reduce_scatter_test.cpp).
+TEST(DatagramReduceScatter, ARankThatGaveUpBeforeTheCallAndEntersPastTheDeadlineFailsItEverywhere) {
+  auto armed = std::make_shared<Armed>();
+  armed->flagged = 1;
+  armed->late = kTimeout + kTimeout / 2;
+  const auto calls = run_calls(testing::InProcNetwork{}, armed, kCalibration, "a rank that gave up late");
+  ASSERT_EQ(calls.size(), kCalibration + 1);
+  expect_agreed(calls);
+  for (int r = 0; r < kRanks; ++r)
+    EXPECT_FALSE(calls[kCalibration][static_cast<std::size_t>(r)].stats.ok()) << "rank " << r << " left the call succeeded";
 }
 
 }  // namespace

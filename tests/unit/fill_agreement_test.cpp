@@ -28,7 +28,7 @@ TEST(FillAgreement, TheUnionOfTheListsIsFilledEverywhere) {
   FillAgreement fill;
   fill.begin(layout, ledger.total_chunks(), 1);  // one byte per piece
   std::vector<std::byte> mine;
-  fill.build_own_list(gather, ledger, 0, mine);
+  fill.build_own_list(&gather, ledger, 0, mine);
   ASSERT_EQ(mine.size(), 1u);
   EXPECT_EQ(mine[0], std::byte{1u << 6}) << "global chunk 4 + 2";
   // The peer lacks chunk 1 of this rank's shard.
@@ -92,7 +92,7 @@ TEST(FillAgreement, ARiderFollowsTheBitmapAcrossPiecesAndReachesEveryRank) {
   ASSERT_TRUE(fill.carries_riders());
   EXPECT_EQ(fill.pieces_per_rank(), 2u);
   std::vector<std::byte> mine;
-  fill.build_own_list(gather, ledger, 0, mine);
+  fill.build_own_list(&gather, ledger, 0, mine);
   ASSERT_EQ(mine.size(), 6u);
   EXPECT_EQ(mine[0], std::byte{0xf0}) << "the peer's four chunks, none of which came";
   EXPECT_TRUE(std::equal(own.begin(), own.end(), mine.begin() + 1));
