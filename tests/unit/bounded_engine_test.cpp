@@ -14,7 +14,7 @@
 //  - the agreed divergence count is the same on every rank;
 //  - the deadlines stay near what calibration measured (no runaway), and the engine's buffers do
 //    not grow over thousands of lossy calls.
-// No duration is asserted except generous bounds: a watchdog, and deadlines orders of magnitude
+// No duration is asserted except generous bounds: a hang guard, and deadlines orders of magnitude
 // beyond the calibrated times (see drive()).
 #include <gtest/gtest.h>
 
@@ -22,9 +22,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -38,6 +36,7 @@
 #include "optireduce/engine/tar/scatter_reduce.hpp"
 #include "optireduce/engine/tar/shard_layout.hpp"
 #include "optireduce/engine/tar/wire_header.hpp"
+#include "hang_guard.hpp"
 #include "inproc_transport.hpp"
 #include "first_copy_loss.hpp"
 #include "owner_order_sum.hpp"
@@ -49,38 +48,8 @@ using testing::InProcBootstrap;
 using testing::InProcFabric;
 using testing::InProcTransport;
 
-// Ends the whole test binary if a test body does not finish in time: an engine call that hangs
-// would otherwise hold its rank threads (and ctest) forever.
-class Watchdog {
- public:
-  explicit Watchdog(std::chrono::seconds limit, std::string what) : what_(std::move(what)) {
-    thread_ = std::thread([this, limit] {
-      std::unique_lock lock(mutex_);
-      if (!done_cv_.wait_for(lock, limit, [this] { return done_; })) {
-        std::fprintf(stderr, "bounded_engine_test: %s did not finish within %lld s: the engine hangs\n", what_.c_str(),
-                     static_cast<long long>(limit.count()));
-        std::fflush(stderr);
-        std::_Exit(3);
-      }
-    });
-  }
-  ~Watchdog() {
-    {
-      std::lock_guard lock(mutex_);
-      done_ = true;
-    }
-    done_cv_.notify_all();
-    thread_.join();
-  }
-
- private:
-  std::string what_;
-  std::mutex mutex_;
-  std::condition_variable done_cv_;
-  bool done_ = false;
-  std::thread thread_;
-};
-
+// How long a test body may take before its hang guard ends the test binary: an engine call that
+// hangs would otherwise hold its rank threads (and ctest) for ever.
 constexpr auto kNoHang = std::chrono::seconds(60);
 
 using Job = testing::InProcJob;
@@ -173,7 +142,7 @@ bool any_expired(const std::vector<Observed>& row) {
 // Runaway guard: a bounded call's phase deadline far beyond anything calibration measured
 // (over max(100 ms, 20 x the slowest calibration phase) for calls that take well under a
 // millisecond) means the deadlines are running away: each further call would wait that long. The
-// run then fails and stops early instead of crawling into the watchdog. All ranks stop before the
+// run then fails and stops early instead of crawling into the hang guard. All ranks stop before the
 // same call (the 10th after the first sign): ranks are never more than sync_interval (8) bounded
 // calls apart, since every agreement round (and every exact call) waits for all of them.
 // identical=true gives every rank the same input (rank 0's). Odd calls run in place.
@@ -324,7 +293,7 @@ double expected_damage(double p, int n, bool agreed_fill = true) {
 }
 
 TEST(BoundedEngine, WithoutLossBoundedCallsAfterCalibrationAreExact) {
-  Watchdog dog(kNoHang, "WithoutLossBoundedCallsAfterCalibrationAreExact");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   const int ranks = 3;
   const unsigned calibration = 20;  // the default: the controller's best estimate of the times
   // Budget 1: a lossy call must show up as such below, not turn the next calls into fallbacks.
@@ -374,7 +343,7 @@ class BoundedEngineLoss : public ::testing::TestWithParam<double> {};
 
 TEST_P(BoundedEngineLoss, DroppedFractionFollowsTheRateAndErrorFollowsTheDroppedFraction) {
   const double p = GetParam();
-  Watchdog dog(kNoHang, "DroppedFractionFollowsTheRate");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   const int ranks = 4;
   const int calibration = 2;
   // Budget 1: every call stays bounded, so every call after calibration measures the loss.
@@ -520,7 +489,7 @@ Job reliable_job(int ranks, const EngineOptions& options, const std::shared_ptr<
 // bounded call waits for it, fills nothing, and no rank sends a list of missing chunks. With a
 // budget that allows a slow owner's whole shard, the same late chunk is cut, agreed and filled.
 TEST(BoundedEngine, OverAReliableTransportALateAllGatherChunkIsWaitedFor) {
-  Watchdog dog(kNoHang, "OverAReliableTransportALateAllGatherChunkIsWaitedFor");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   const int ranks = 4, calibration = 4, calls = 20;
   const std::uint64_t count = 64 * ranks * 16;  // a chunk is 1/64 of the call: within 0.1 / 4 of it
   for (double budget : {0.1, 1.0}) {
@@ -570,7 +539,7 @@ TEST(BoundedEngine, OverAReliableTransportALateAllGatherChunkIsWaitedFor) {
 // chunk at most per owner whose scatter-reduce reached its deadline, counted alike on every rank
 // (the owner flags it partial), nothing filled and no fill agreement.
 TEST(BoundedEngine, OverAReliableTransportACallWhoseChunksExceedTheBudgetShareRunsExactly) {
-  Watchdog dog(kNoHang, "OverAReliableTransportACallWhoseChunksExceedTheBudgetShareRunsExactly");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   const int ranks = 4, calibration = 4, calls = 20;
   for (std::uint64_t count : {64 * ranks * 8, 64 * ranks * 16}) {  // a chunk is 1/32, then 1/64 of the call
     SCOPED_TRACE(std::to_string(count) + " floats");
@@ -630,7 +599,7 @@ std::vector<std::vector<Observed>> drive_with_barriers(Job& job, int calls, std:
 // shared memory, one queued chunk leaves only while its sender polls, and between calls every
 // rank waits in a barrier that moves nothing of the engine's (the job's MPI_Barrier).
 TEST(BoundedEngine, OverAReliableTransportAQueuedAllGatherSendIsDeliveredBeforeTheCallEnds) {
-  Watchdog dog(kNoHang, "OverAReliableTransportAQueuedAllGatherSendIsDeliveredBeforeTheCallEnds");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   const int ranks = 4, calibration = 4, calls = 16;
   // A chunk is 1/64 of the call, within a rank's share of the budget (0.1 / 4): a scatter-reduce
   // may be cut. A shard is not: the all-gather is waited for.
@@ -704,7 +673,7 @@ class HeldAcknowledgement {
 };
 
 TEST(BoundedEngine, OverUcxACallEndsOnlyOnceItsAcknowledgementsAndDoneHaveLeft) {
-  Watchdog dog(kNoHang, "OverUcxACallEndsOnlyOnceItsAcknowledgementsAndDoneHaveLeft");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   const int ranks = 2, calibration = 4, calls = 10;
   const std::uint64_t count = 64 * ranks * 16;  // a chunk is 1/32 of the call: within 0.1 / 2
   const ShardLayout layout(count, ranks, 64);
@@ -813,7 +782,7 @@ class StoppedOwner {
 // peer that is silent for real is still cut, a quiet gap after the owner's stop or after its
 // deadline, as a whole chunk every rank counts alike (the owner flags it), nothing filled.
 TEST(BoundedEngine, AnOwnerStoppedInItsScatterReduceWaitsForWhatWasOnItsWay) {
-  Watchdog dog(kNoHang, "AnOwnerStoppedInItsScatterReduceWaitsForWhatWasOnItsWay");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   const int ranks = 4, calibration = 4, calls = 25;
   const std::uint64_t count = 64 * ranks * 16;  // a chunk is 1/64 of the call: within 0.1 / 4, so an owner may cut one
   const ShardLayout layout(count, ranks, 64);
@@ -887,7 +856,7 @@ TEST(BoundedEngine, AnOwnerStoppedInItsScatterReduceWaitsForWhatWasOnItsWay) {
 }
 
 TEST(BoundedEngine, ResendsRepairWhatTheNetworkLost) {
-  Watchdog dog(kNoHang, "ResendsRepairWhatTheNetworkLost");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   const int ranks = 4, calibration = 4, calls = 60;
   const std::uint64_t count = 64 * ranks * 8;
   double mean_without = 0;
@@ -970,7 +939,7 @@ class StalledSender {
 // until the peers' phases could stretch no further (about six of its deadlines after the stall),
 // and then dropped them: a bounded call over udp held for a quarter of a second on a loaded host.
 TEST(BoundedEngine, APhaseHeldForAStalledPeerAsksAgainForWhatItLost) {
-  Watchdog dog(kNoHang, "APhaseHeldForAStalledPeerAsksAgainForWhatItLost");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   const int ranks = 4, calibration = 4, calls = 18;
   // 16 chunks per shard: two of them are over a rank's share of the budget (0.1 / 4), so the
   // phase does not close without them while they may still come.
@@ -1041,7 +1010,7 @@ unsigned expect_exact_calibration(const std::vector<std::vector<Observed>>& seen
 // resends brought everything to every rank, and again over the reliable path where some rank still
 // lacks data. Either way every calibration call is bitwise exact, and every rank takes the same path.
 TEST(BoundedEngine, CalibrationRunsOverTheLossyPathAndStaysExact) {
-  Watchdog dog(kNoHang, "CalibrationRunsOverTheLossyPathAndStaysExact");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   const int ranks = 4, calibration = 6, calls = 10;
   const std::uint64_t count = 64 * ranks * 8;
   struct Case {
@@ -1100,7 +1069,7 @@ class ListCopiesLoss {
 };
 
 TEST(BoundedEngine, CalibrationDecidesExactnessFromTheListsWithoutTheJobsCommunication) {
-  Watchdog dog(kNoHang, "CalibrationDecidesExactnessFromTheListsWithoutTheJobsCommunication");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   const int ranks = 4, calibration = 4;
   const std::uint64_t count = 64 * ranks * 8;
   EngineOptions options = bounded_options(0.0, calibration, 1.0);
@@ -1124,7 +1093,7 @@ TEST(BoundedEngine, CalibrationDecidesExactnessFromTheListsWithoutTheJobsCommuni
 // A list lost many times over (a short outage of one direction at the end of a calibration call)
 // still comes: its sender keeps sending it while it waits for word that the peer has decided.
 TEST(BoundedEngine, CalibrationOutlastsAShortOutageOfTheLists) {
-  Watchdog dog(kNoHang, "CalibrationOutlastsAShortOutageOfTheLists");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   const int ranks = 4, calibration = 3;
   const std::uint64_t count = 64 * ranks * 8;
   EngineOptions options = bounded_options(0.0, calibration, 1.0);
@@ -1146,7 +1115,7 @@ TEST(BoundedEngine, CalibrationOutlastsAShortOutageOfTheLists) {
 }
 
 TEST(BoundedEngine, DivergenceIsCountedExactly) {
-  Watchdog dog(kNoHang, "Divergence");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   // Without the fill agreement each rank fills only the all-gather chunks it lacked, so under
   // loss the replicas differ in some calls and not in others. The agreed count must be exactly
   // the number of calls whose results differ bitwise between ranks, among the calls whose
@@ -1173,7 +1142,7 @@ TEST(BoundedEngine, DivergenceIsCountedExactly) {
 }
 
 TEST(BoundedEngine, ACallWhoseFewChunksAreMuchOfItKeepsReplicasIdentical) {
-  Watchdog dog(kNoHang, "FewChunks");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   // One chunk per shard: a rank that lacks one all-gather chunk lacks a quarter of the call,
   // more than the loss budget. Its list must still be filled everywhere (a rank keeping that
   // loss to itself left replicas apart for good, as small DDP buckets did under loss).
@@ -1231,7 +1200,7 @@ void expect_one_fallback_from_call_19(Job& job, const EngineOptions& options, un
 }
 
 TEST(BoundedEngine, LossOverBudgetSendsEveryRankToExactCallsAtTheSameCall) {
-  Watchdog dog(kNoHang, "LossOverBudget");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   const unsigned calibration = 2;
   EngineOptions options = bounded_options(0.3, calibration, 0.1);
   Job job = make_job(4, options);
@@ -1273,7 +1242,7 @@ Job datagram_job(int ranks, const EngineOptions& options, const std::shared_ptr<
 // window: no all-gather of the job's communication runs for them, and the fallback comes at the
 // same call on every rank, the same call as over the bootstrap.
 TEST(BoundedEngine, LossFiguresRideOnTheListsOverDatagrams) {
-  Watchdog dog(kNoHang, "LossFiguresRideOnTheListsOverDatagrams");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   const int ranks = 4;
   const unsigned calibration = 2;
   EngineOptions options = bounded_options(0.3, calibration, 0.1);
@@ -1295,7 +1264,7 @@ TEST(BoundedEngine, LossFiguresRideOnTheListsOverDatagrams) {
 // the call or from the next.) The automatic Hadamard switch, which the figures turn on (calls
 // lost data), turns on at the same call on every rank.
 TEST(BoundedEngine, ALateAnswerCarriesTheSameFigures) {
-  Watchdog dog(kNoHang, "ALateAnswerCarriesTheSameFigures");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   const int ranks = 4;
   const unsigned calibration = 2;
   EngineOptions options = bounded_options(0.05, calibration, 1.0);
@@ -1327,7 +1296,7 @@ TEST(BoundedEngine, ALateAnswerCarriesTheSameFigures) {
 }
 
 TEST(BoundedEngine, CompensationNeverErrsByMoreThanTheMissingData) {
-  Watchdog dog(kNoHang, "Compensation");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   // Contributions that cancel (+1000 and -1000 times the same factor, then 7 and -3): the exact
   // sum is small. Whatever is lost, every entry must be the sum of the contributions that came,
   // a subset of the ranks' (zero for an entry nobody delivered): never a scaled-up rest, which
@@ -1373,7 +1342,7 @@ TEST(BoundedEngine, CompensationNeverErrsByMoreThanTheMissingData) {
 }
 
 TEST(BoundedEngine, CallsOfAlternatingSizeClassesCalibrateSeparatelyAndStayConsistent) {
-  Watchdog dog(kNoHang, "AlternatingSizeClasses");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   const int ranks = 3;
   const unsigned calibration = 2;
   Job job = make_job(ranks, bounded_options(0.05, calibration, 1.0));
@@ -1410,7 +1379,7 @@ TEST(BoundedEngine, CallsOfAlternatingSizeClassesCalibrateSeparatelyAndStayConsi
 }
 
 TEST(BoundedEngine, BuffersStayFlatOverThousandsOfLossyCalls) {
-  Watchdog dog(kNoHang, "BuffersStayFlat");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   const int ranks = 4;
   Job job = make_job(ranks, bounded_options(0.1, 2, 1.0));
   ASSERT_FALSE(HasFailure());
@@ -1437,7 +1406,7 @@ TEST(BoundedEngine, BuffersStayFlatOverThousandsOfLossyCalls) {
 // agree on the largest bound, so the first bounded call has the same deadlines on every rank
 // (before any stamp can make them differ) and no rank gives up long before the others.
 TEST(BoundedEngine, RanksAgreeOnTheCalibratedBounds) {
-  Watchdog dog(kNoHang, "RanksAgreeOnTheCalibratedBounds");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   const int ranks = 4;
   const unsigned calibration = 6;
   Job job = make_job(ranks, bounded_options(0.0, calibration, 1.0));
@@ -1487,7 +1456,7 @@ std::uint64_t transformed_checksum(std::uint64_t comm_id, std::uint64_t call, in
 // decoded, which must then be decoded again) keeps replicas identical and the error within the
 // bound of the plain path.
 TEST(BoundedEngine, HadamardWorkerComputesWhatTheCallingThreadComputes) {
-  Watchdog dog(kNoHang, "HadamardWorkerComputesWhatTheCallingThreadComputes");
+  testing::HangGuard guard(kNoHang, "the engine's calls");
   const int ranks = 4;
   const int calibration = 10;  // deadlines from enough samples that a busy host loses few calls
   const std::uint32_t chunk = 64;

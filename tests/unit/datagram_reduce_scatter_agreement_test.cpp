@@ -29,12 +29,12 @@
 #include <atomic>
 #include <barrier>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "optireduce/engine/engine/engine.hpp"
 #include "optireduce/engine/tar/wire_header.hpp"
+#include "hang_guard.hpp"
 #include "inproc_transport.hpp"
 
 namespace optireduce {
@@ -84,7 +84,6 @@ std::vector<std::vector<RankResult>> run_calls(const testing::InProcNetwork& net
     }
   const std::vector<std::uint64_t> blocks(kRanks, kBlock);
   std::barrier sync(kRanks, [&armed]() noexcept { armed->on = true; });
-  std::atomic<int> finished{0};
   std::vector<std::thread> threads;
   for (int r = 0; r < kRanks; ++r)
     threads.emplace_back([&, r] {
@@ -99,19 +98,11 @@ std::vector<std::vector<RankResult>> run_calls(const testing::InProcNetwork& net
         mine.stats = engine.reduce_scatter(input.data(), mine.block.data(), blocks, ElementFormat::float32, true, part);
         if (!mine.stats.ok()) break;  // the communicator is broken: its later calls are not the engine's
       }
-      ++finished;
     });
-  const auto limit = std::chrono::steady_clock::now() + kHangLimit;
-  while (finished.load() < kRanks) {
-    if (std::chrono::steady_clock::now() > limit) {
-      std::fprintf(stderr, "datagram_reduce_scatter_agreement_test: %s: a rank did not leave a call within %lld s: it hangs\n",
-                   what, static_cast<long long>(kHangLimit.count()));
-      std::fflush(stderr);
-      std::_Exit(3);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  {
+    testing::HangGuard guard(kHangLimit, std::string("the calls of case \"") + what + "\"");
+    for (auto& t : threads) t.join();
   }
-  for (auto& t : threads) t.join();
   return results;
 }
 

@@ -6,7 +6,7 @@
 //
 // What is checked, and why it can fail: three ranks in-process over the reliable transport, one
 // call each; every rank's outcome is the same, and the rank the failure starts on did fail (the
-// path ran). A call that hangs ends the test binary (a watchdog thread), failing the test.
+// path ran). A call that hangs ends the test binary (the hang guard), failing the test.
 //  - rank 0 owns an empty block and rank 2 enters past the watchdog: rank 1 times out waiting for
 //    rank 2's data, rank 2 fails on its notice, and rank 0 (which received nothing) must fail too;
 //  - every block owned, rank 2's data to rank 1 held past the watchdog (a stalled sender): rank 0
@@ -17,13 +17,12 @@
 //    soon as it has its block and every word (a notice handled is a failure, whatever else came).
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "optireduce/engine/engine/engine.hpp"
+#include "hang_guard.hpp"
 #include "inproc_transport.hpp"
 
 namespace optireduce {
@@ -51,7 +50,6 @@ std::vector<CallStats> run_flat_case(const FlatCase& c, const char* what) {
   EngineOptions options;
   options.watchdog = kWatchdog;
   std::vector<CallStats> stats(static_cast<std::size_t>(ranks));
-  std::atomic<int> finished{0};
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] {
@@ -67,19 +65,11 @@ std::vector<CallStats> run_flat_case(const FlatCase& c, const char* what) {
       } else {
         stats[static_cast<std::size_t>(r)].status = status;
       }
-      ++finished;
     });
-  const auto limit = std::chrono::steady_clock::now() + kHangLimit;
-  while (finished.load() < ranks) {
-    if (std::chrono::steady_clock::now() > limit) {
-      std::fprintf(stderr, "flat_reduce_scatter_failure_test: %s: a rank did not leave the call within %lld s: it hangs\n", what,
-                   static_cast<long long>(kHangLimit.count()));
-      std::fflush(stderr);
-      std::_Exit(3);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  {
+    testing::HangGuard guard(kHangLimit, std::string("the call of case \"") + what + "\"");
+    for (auto& t : threads) t.join();
   }
-  for (auto& t : threads) t.join();
   return stats;
 }
 

@@ -19,13 +19,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <condition_variable>
-#include <cstdio>
-#include <cstdlib>
-#include <mutex>
 #include <numeric>
 #include <thread>
 
+#include "hang_guard.hpp"
 #include "tiers_job.hpp"
 
 namespace optireduce {
@@ -33,38 +30,9 @@ namespace {
 
 constexpr int kCalls = 4;
 constexpr int kLateCall = kCalls - 1;
+// How long the job may take before the hang guard ends the test binary (a rank's failure
+// agreement that waits for a peer which left the call succeeded never returns).
 constexpr auto kHangLimit = std::chrono::seconds(30);
-
-// Ends the test binary where the job does not finish in time (a rank's failure agreement that
-// waits for a peer which left the call succeeded never returns).
-class HangGuard {
- public:
-  HangGuard() {
-    thread_ = std::thread([this] {
-      std::unique_lock lock(mutex_);
-      if (!cv_.wait_for(lock, kHangLimit, [this] { return done_; })) {
-        std::fprintf(stderr, "late_host_reduce_scatter_test: the job did not finish within %lld s: a rank hangs\n",
-                     static_cast<long long>(kHangLimit.count()));
-        std::fflush(stderr);
-        std::_Exit(3);
-      }
-    });
-  }
-  ~HangGuard() {
-    {
-      std::lock_guard lock(mutex_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::thread thread_;
-};
 
 TEST(LateHostReduceScatter, AHostThatFailsItsPartAtTheWatchdogFailsTheCallOnEveryHost) {
   testing::InProcNetwork clean;  // datagram traits, nothing lost
@@ -84,7 +52,7 @@ TEST(LateHostReduceScatter, AHostThatFailsItsPartAtTheWatchdogFailsTheCallOnEver
   };
   testing::TiersOutcome out;
   {
-    HangGuard guard;
+    testing::HangGuard guard(kHangLimit, "the job");
     out = testing::run_tiers_job(job);
   }
   ASSERT_TRUE(out.all_tiered);
