@@ -16,7 +16,7 @@ TarCall::Hold TarCall::keep_waiting_until(std::size_t phase, Clock::time_point s
   const double budget = budget_.us[phase];
   // Deadlines bound the network's tail, not a stalled process's: what a peer that stopped
   // sending even its heartbeats owes is late, not lost.
-  if (const auto quiet = quiet_peers_until(Clock::now()); quiet != Clock::time_point::min())
+  if (const auto quiet = quiet_peers_until(Clock::now(), phase); quiet != Clock::time_point::min())
     return {std::min(hard_deadline_, quiet), PhaseHold::stalled};
   // A call that would lose more than the loss budget is not a result: what is missing but late,
   // not lost, is waited for as an exact call does. Each rank holds its own loss to a share of the
@@ -30,11 +30,31 @@ TarCall::Hold TarCall::keep_waiting_until(std::size_t phase, Clock::time_point s
   // quiet is the network's only while this rank ran: one that was stopped read nothing meanwhile,
   // and what its peers sent may still be on its way (through a shared-memory FIFO a message moves
   // only while both ends run), so the gap counts from the end of its own last stall too.
+  // A peer that owes this rank data and was just heard again after a stall sends it only now, and
+  // answers the resend requests that waited for it only now: a quiet gap from its return, not a
+  // grace from data that came before it stopped.
   const double gap = last_slices_in ? DeadlineController::grace_us(budget) : DeadlineController::quiet_gap_us(budget);
   const bool own_stall = resumed_at_ > last_arrival_;
-  const auto quiet_until = after_us(own_stall ? resumed_at_ : last_arrival_, gap);
+  auto quiet_until = after_us(own_stall ? resumed_at_ : last_arrival_, gap);
+  const auto peer_back_until = after_us(owing_peer_back_at(phase), DeadlineController::quiet_gap_us(budget));
+  const bool peer_stall = peer_back_until > quiet_until;
+  quiet_until = std::max(quiet_until, peer_back_until);
   return {std::min({quiet_until, after_us(stretch_from, DeadlineController::stretch_limit_us(budget)), hard_deadline_}),
-          own_stall ? PhaseHold::stalled : PhaseHold::flowing};
+          own_stall || peer_stall ? PhaseHold::stalled : PhaseHold::flowing};
+}
+
+bool TarCall::owes(std::size_t phase, int peer) const {
+  if (phase == 0) return s_.scatter.waiting_for(peer);
+  return s_.layout.chunks_in_shard(peer) > 0 && !s_.gather.shard_complete(peer);
+}
+
+Clock::time_point TarCall::owing_peer_back_at(std::size_t phase) const {
+  auto back = Clock::time_point{};
+  for (int p = 0; p < s_.ranks; ++p) {
+    const auto at = s_.heard_again_at[static_cast<std::size_t>(p)];
+    if (p != s_.rank && at > back && owes(phase, p)) back = at;
+  }
+  return back;
 }
 
 double TarCall::loss_if_closed(std::size_t phase) const {

@@ -13,15 +13,19 @@ void TarCall::start_liveness() {
   // Not in a probe: it times the datagram path within its budget, and a wait for a stalled peer
   // would teach the calibration the stall.
   if (stats_.kind != CallKind::bounded || probe_ || s_.ranks < 2) return;
-  const double call_budget_us = std::max(budget_.us[0], budget_.us[1]);
+  // A silence is no longer than the quiet gap of the call's shortest phase: a phase closes a quiet
+  // gap after its last arrival, and a peer stopped just after its last data must look stalled by
+  // then (the calibration may leave one phase's budget many times the other's).
+  const double shortest_phase_us = scatter_only() ? budget_.us[0] : std::min(budget_.us[0], budget_.us[1]);
+  const double longest_phase_us = scatter_only() ? budget_.us[0] : std::max(budget_.us[0], budget_.us[1]);
   // Over every transport: a rank that was stopped read nothing meanwhile, whatever the network did.
-  running_tick_ = us_duration(DeadlineController::heartbeat_us(call_budget_us));
-  silence_ = us_duration(DeadlineController::silence_us(call_budget_us));
+  running_tick_ = us_duration(DeadlineController::heartbeat_us(shortest_phase_us));
+  silence_ = us_duration(DeadlineController::silence_us(shortest_phase_us));
   last_ran_ = Clock::now();
   // Over a transport that loses nothing a silent peer is only slow: no heartbeats.
   if (transport_.traits().reliable) return;
   heartbeat_ = running_tick_;
-  stall_wait_ = us_duration(DeadlineController::stall_wait_us(call_budget_us));
+  stall_wait_ = us_duration(DeadlineController::stall_wait_us(longest_phase_us));
   next_beat_ = last_ran_ + heartbeat_;
   // Every heartbeat of the call is the same header, in one slot.
   encode(header_of(MessageKind::alive), EncodedHeader(beat_header_, WireHeader::kEncodedSize));
@@ -67,17 +71,21 @@ void TarCall::beat() {
   }
 }
 
-Clock::time_point TarCall::quiet_peers_until(Clock::time_point now) const {
+Clock::time_point TarCall::quiet_peers_until(Clock::time_point now, std::optional<std::size_t> phase) const {
   auto until = Clock::time_point::min();
   if (!beats()) return until;
   for (int p = 0; p < s_.ranks; ++p) {
     const auto i = static_cast<std::size_t>(p);
-    if (p == s_.rank || !s_.heard_from[i] || s_.done_from[i] || s_.fill.has_list(p)) continue;
+    if (p == s_.rank || !s_.heard_from[i]) continue;
+    const bool owing = phase && owes(*phase, p);
+    if (!owing && (s_.done_from[i] || s_.fill.has_list(p))) continue;
     const auto quiet = now - s_.heard_at[i];
     // Quiet for longer than a stall is waited for: gone (its "done" lost) or lost with its data.
     if (quiet > stall_wait_) continue;
     // Stalled: looked at again a silence later (it resumes, or the stall wait ends).
-    if (quiet > silence_) until = std::max(until, std::min(now + silence_, s_.heard_at[i] + stall_wait_));
+    // (A phase closes a quiet gap, no shorter than a silence, after its last arrival: a peer quiet
+    // since then has been silent a whole silence.)
+    if (quiet >= silence_) until = std::max(until, std::min(now + silence_, s_.heard_at[i] + stall_wait_));
     // Its heartbeats are overdue: stalled if it stays quiet until a silence is complete.
     else if (quiet > kOverdueBeats * heartbeat_) until = std::max(until, s_.heard_at[i] + silence_);
   }
@@ -87,7 +95,10 @@ Clock::time_point TarCall::quiet_peers_until(Clock::time_point now) const {
 void TarCall::note_alive(std::uint32_t source, Clock::time_point arrived) {
   if (source >= s_.heard_at.size()) return;
   auto& at = s_.heard_at[source];
-  if (s_.in_call && beats() && s_.heard_from[source] && arrived - at > silence_) note_stall(at, arrived);
+  if (s_.in_call && beats() && s_.heard_from[source] && arrived - at > silence_) {
+    note_stall(at, arrived);
+    s_.heard_again_at[source] = std::max(s_.heard_again_at[source], arrived);
+  }
   at = std::max(at, arrived);
 }
 

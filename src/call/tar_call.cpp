@@ -183,6 +183,7 @@ void TarCall::begin(StagingBuffer& staging) {
   unheard_ = s_.ranks - 1;
   s_.heard_at.assign(static_cast<std::size_t>(s_.ranks), start_);
   s_.posted_at.assign(static_cast<std::size_t>(s_.ranks), start_);
+  s_.heard_again_at.assign(static_cast<std::size_t>(s_.ranks), Clock::time_point{});
   // One header slot per send of this call, sized up front: a transport reads a header until its
   // send completes. Scatter: every chunk of every other shard once; all-gather: every own chunk
   // to every peer; a "done" to every peer; the missing lists (FillAgreement::copies).

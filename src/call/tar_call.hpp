@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "optireduce/engine/clock_us.hpp"
@@ -255,8 +256,17 @@ class TarCall {
   // because nothing came from it lately: a silence later when it is stalled (quiet for
   // silence_, but not yet for stall_wait_), when its silence would be complete when its
   // heartbeats are overdue; min() when every such peer was heard lately.
-  Clock::time_point quiet_peers_until(Clock::time_point now) const;
+  // In a phase (`phase` set), a peer that still owes this rank data counts even once its list or
+  // "done" came: over datagrams its list leaves at once, while its data may still wait in its
+  // queue behind its flow window.
+  Clock::time_point quiet_peers_until(Clock::time_point now, std::optional<std::size_t> phase = std::nullopt) const;
   static constexpr int kOverdueBeats = 2;
+  // Whether a peer still owes this rank data in a phase (a contribution to an open chunk of its
+  // shard; a chunk of the peer's own shard).
+  bool owes(std::size_t phase, int peer) const;
+  // The latest moment a peer that still owes this rank data in the phase was heard again after a
+  // stall (time_point{} when none was).
+  Clock::time_point owing_peer_back_at(std::size_t phase) const;
   // Going on now would lose more than this rank's share of the loss budget (a call that loses
   // more than the budget is not a result).
   bool over_budget_share(double loss) const;

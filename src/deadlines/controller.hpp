@@ -110,12 +110,13 @@ class DeadlineController {
   // Over datagrams a rank in a call sends each peer it has sent no control message for this long a
   // heartbeat; a peer nothing came from for silence_us (several heartbeats, lost at random
   // together only rarely) is stalled, not behind a lossy path: what it owes is late, not lost.
-  static double heartbeat_us(double call_budget_us) { return quiet_gap_us(call_budget_us) / kHeartbeatsPerSilence; }
-  static double silence_us(double call_budget_us) { return quiet_gap_us(call_budget_us); }
+  // Both from the budget of the call's shortest phase (TarCall::start_liveness).
+  static double heartbeat_us(double shortest_phase_us) { return quiet_gap_us(shortest_phase_us) / kHeartbeatsPerSilence; }
+  static double silence_us(double shortest_phase_us) { return quiet_gap_us(shortest_phase_us); }
   // How long a stalled peer is waited for at most, from when it fell silent: a peer that left the
   // call and whose "done" was lost looks stalled too, and must not hold a call for long.
-  static double stall_wait_us(double call_budget_us) {
-    return std::max(kStallWaitFloorUs, 2 * stretch_limit_us(call_budget_us));
+  static double stall_wait_us(double longest_phase_us) {
+    return std::max(kStallWaitFloorUs, 2 * stretch_limit_us(longest_phase_us));
   }
   // How long a bounded call waits at least for the other ranks' lists of missing chunks, from
   // the end of its own all-gather (TarCall::agree_on_fill waits longer for a peer whose phases

@@ -58,6 +58,8 @@ struct EngineState {
   // when this rank last sent each peer a control message (those leave at once).
   std::vector<Clock::time_point> heard_at;
   std::vector<Clock::time_point> posted_at;
+  // When each peer was heard again after a silence (a stall) this call: what it owes comes after.
+  std::vector<Clock::time_point> heard_again_at;
   HadamardPipeline hadamard;
   FaultInjector faults;
 

@@ -31,6 +31,7 @@
 #include <sstream>
 #include <thread>
 
+#include "optireduce/engine/deadlines/controller.hpp"
 #include "optireduce/engine/engine/engine.hpp"
 #include "optireduce/hadamard/hadamard.hpp"
 #include "optireduce/engine/tar/scatter_reduce.hpp"
@@ -988,6 +989,49 @@ TEST(BoundedEngine, APhaseHeldForAStalledPeerAsksAgainForWhatItLost) {
   EXPECT_GT(resent, 0u);
   // A rank descheduled past a resend round on this shared host still loses a chunk now and then.
   EXPECT_GE(2 * repaired, held) << repaired << " of " << held << " calls held by the stall got their lost contributions again";
+}
+
+// A calibration that saw a slow all-gather leaves that phase's budget many times the
+// scatter-reduce's. A peer is stalled once it is silent for the quiet gap of the call's shortest
+// phase: rank 1, stopped as it sends its fourth contribution to rank 0 in every bounded call, looks
+// stalled when rank 0's scatter-reduce would close a quiet gap after its last arrival, and its
+// other contributions are waited for. Before, its silence was measured against the longest
+// phase's quiet gap: rank 0 found its heartbeats not yet overdue and cut the rest of its
+// contributions, far over the loss budget (udp.stalled_ranks_clean.np4 failed so, in CI).
+TEST(BoundedEngine, APeerStoppedJustAfterItsLastDataIsWaitedForWhateverTheOtherPhasesBudget) {
+  testing::HangGuard guard(kNoHang, "the engine's calls");
+  const int ranks = 4, calibration = 4, calls = 10;
+  const std::uint64_t count = 64 * ranks * 16;
+  constexpr auto kSlowGather = std::chrono::milliseconds(300);
+  auto stalled = std::make_shared<StalledSender>(calibration + 1, std::set<std::uint64_t>{});
+  testing::InProcNetwork network;
+  network.traits.can_abandon_sends = true;  // as udp/ claims
+  network.drop = [stalled](int from, int to, std::span<const std::byte> header) { return (*stalled)(from, to, header); };
+  network.hold = [=](int, int, std::span<const std::byte> header) -> Clock::duration {
+    WireHeader h;
+    const bool calibrating = decode(header, h) && h.epoch <= static_cast<std::uint64_t>(calibration);
+    return calibrating && h.kind == MessageKind::gather_chunk ? kSlowGather : Clock::duration::zero();
+  };
+  Job job = testing::start_inproc_job(ranks, bounded_options(0.0, calibration, 0.1), &network);
+  for (int r = 0; r < ranks; ++r) ASSERT_TRUE(job.engines[r]) << "rank " << r;
+  const auto seen = drive(job, std::vector<std::uint64_t>(calls, count));
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(calls));
+  expect_call_invariants(seen, true);
+  for (int c = calibration; c < calls; ++c) {
+    const Observed& o = seen[c][0];
+    std::printf("%s\n", describe(o, c, 0).c_str());
+    ASSERT_EQ(o.stats.kind, CallKind::bounded) << describe(o, c, 0);
+    // The premise: heartbeats paced by the all-gather's budget are overdue only well after the
+    // scatter-reduce's quiet gap.
+    ASSERT_GT(DeadlineController::quiet_gap_us(o.stats.deadline_us[1]) / DeadlineController::quiet_gap_us(o.stats.deadline_us[0]), 4.0)
+        << describe(o, c, 0);
+    EXPECT_GT(o.stats.phase_us[0], o.stats.deadline_us[0]) << describe(o, c, 0) << ": the stop did not hold rank 0";
+    EXPECT_GT(o.stats.stall_us, 0.0) << describe(o, c, 0);
+    for (int r = 0; r < ranks; ++r) {
+      EXPECT_EQ(seen[c][r].stats.dropped_entries, 0u) << describe(seen[c][r], c, r) << ": a stopped peer's data was cut";
+      EXPECT_EQ(seen[c][r].differing, 0u) << describe(seen[c][r], c, r);
+    }
+  }
 }
 
 // Every rank's first `calibration` calls are exact calibration calls, each on the same path at
