@@ -67,10 +67,13 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # The loss of one chunk message, averaged over the messages of a shard (each has N-1 senders and
 # N-1 receivers): on loopback the configured rate; in the cluster a message between hosts crosses
 # two links and one within a host none, and the case's model counts 2(N-1) messages per chunk.
+# Of those, a flat call sends 2(N-R) between hosts; where hosts hold several ranks the call runs
+# in three stages (OPTIREDUCE_HIERARCHY=auto), and only its slice exchanges cross hosts, 2(H-1)
+# messages per chunk (the in-host stages lose nothing).
 drop=$(awk -v pm="$permille" -v h="$hosts" -v r="$per_host" 'BEGIN {
   p = pm / 1000
   if (h == 1) { printf "%.6g", p; exit }
-  n = h * r; remote = n - r; path = 1 - (1 - p) ^ 2
+  n = h * r; remote = (r > 1 ? h - 1 : n - r); path = 1 - (1 - p) ^ 2
   printf "%.6g", 1 - (1 - path) ^ (remote / (n - 1)) }')
 [ "$fec" = 0 ] || { drop=0; extra+=(-x OPTIREDUCE_FEC="$fec"); }
 [ -z "$resend" ] || extra+=(-x OPTIREDUCE_RESEND_ROUNDS="$resend")
